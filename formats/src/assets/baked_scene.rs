@@ -1,0 +1,68 @@
+//! [`BakedScene`]: a scene whose bodies have all been baked.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Asset, AssetKind, Summary, is_object_hash};
+use crate::error::ValidationError;
+use crate::scene::Scene;
+
+/// The baked particle body used by one `[[bodies]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BakedBodyRef {
+    /// The mesh path as the scene names it.
+    pub mesh: String,
+    /// BLAKE3 of the particle-body object file, 64 lower-case hex digits.
+    pub object: String,
+    /// Voxel size the body was baked at, metres.
+    pub voxel_size: f32,
+}
+
+/// A validated scene plus the baked body behind each of its `[[bodies]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BakedScene {
+    /// The scene as authored (after defaults were applied).
+    pub scene: Scene,
+    /// One entry per `scene.bodies` entry, same order.
+    pub bodies: Vec<BakedBodyRef>,
+}
+
+impl Asset for BakedScene {
+    const KIND: AssetKind = AssetKind::BakedScene;
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        self.scene
+            .validate()
+            .map_err(|e| ValidationError::new(format!("scene.{}", e.field), e.problem))?;
+        if self.bodies.len() != self.scene.bodies.len() {
+            return Err(ValidationError::new(
+                "bodies",
+                format_args!(
+                    "has {} baked bodies for {} scene bodies",
+                    self.bodies.len(),
+                    self.scene.bodies.len()
+                ),
+            ));
+        }
+        for (i, b) in self.bodies.iter().enumerate() {
+            if !is_object_hash(&b.object) {
+                return Err(ValidationError::new(
+                    format!("bodies[{i}].object"),
+                    format_args!("{:?} is not 64 lower-case hex digits", b.object),
+                ));
+            }
+            crate::validate::positive(&format!("bodies[{i}].voxel_size"), b.voxel_size.into())?;
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> Summary {
+        Summary::default()
+            .text("name", &self.scene.name)
+            .int("particle_entries", self.scene.particles.len())
+            .int("bodies", self.scene.bodies.len())
+            .int("body_instances", self.scene.body_instance_count())
+            .int("walls", self.scene.walls.len())
+            .list("domain_min_m", &self.scene.domain.min)
+            .list("domain_max_m", &self.scene.domain.max)
+    }
+}

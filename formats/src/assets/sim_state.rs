@@ -1,0 +1,103 @@
+//! [`SimState`]: a snapshot of a running simulation.
+
+use bytemuck::{Pod, Zeroable};
+use serde::{Deserialize, Serialize};
+
+use super::{Asset, AssetKind, Summary};
+use crate::blob::PodVec;
+use crate::error::ValidationError;
+use crate::validate;
+
+/// `body_of_particle` value of a free particle (one that belongs to no body).
+pub const FREE_PARTICLE: u32 = u32::MAX;
+
+/// The state of one rigid body. 52 bytes, no padding (stored as a blob).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+#[repr(C)]
+pub struct BodyState {
+    /// World position of the centre of mass, metres.
+    pub position: [f32; 3],
+    /// Orientation as a unit quaternion `(x, y, z, w)`.
+    pub orientation: [f32; 4],
+    /// Linear momentum, kg m/s.
+    pub linear_momentum: [f32; 3],
+    /// Angular momentum about the centre of mass, world axes, kg m^2/s.
+    pub angular_momentum: [f32; 3],
+}
+
+/// Particle and body state at one instant. Particle arrays are parallel.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SimState {
+    /// Simulated time, seconds.
+    pub time: f64,
+    /// Steps taken so far.
+    pub step: u64,
+    /// World positions, metres.
+    pub positions: PodVec<[f32; 3]>,
+    /// Velocities, m/s.
+    pub velocities: PodVec<[f32; 3]>,
+    /// Angular velocities, rad/s.
+    pub angular_velocities: PodVec<[f32; 3]>,
+    /// Radii, metres.
+    pub radii: PodVec<f32>,
+    /// Index into `bodies` for body particles, [`FREE_PARTICLE`] for free ones.
+    pub body_of_particle: PodVec<u32>,
+    /// Rigid body states.
+    pub bodies: PodVec<BodyState>,
+}
+
+impl Asset for SimState {
+    const KIND: AssetKind = AssetKind::SimState;
+
+    fn validate(&self) -> Result<(), ValidationError> {
+        validate::non_negative("time", self.time)?;
+        let n = self.positions.len();
+        validate::length("velocities", self.velocities.len(), n, "one per particle")?;
+        validate::length("angular_velocities", self.angular_velocities.len(), n, "one per particle")?;
+        validate::length("radii", self.radii.len(), n, "one per particle")?;
+        validate::length("body_of_particle", self.body_of_particle.len(), n, "one per particle")?;
+        validate::all_finite("positions", &self.positions)?;
+        validate::all_finite("velocities", &self.velocities)?;
+        validate::all_finite("angular_velocities", &self.angular_velocities)?;
+        if let Some(i) = self.radii.iter().position(|r| !(r.is_finite() && *r > 0.0)) {
+            return Err(ValidationError::new(
+                format!("radii[{i}]"),
+                format_args!("is {}, must be finite and greater than zero", self.radii[i]),
+            ));
+        }
+        let bodies = self.bodies.len();
+        if let Some(i) = self
+            .body_of_particle
+            .iter()
+            .position(|&b| b != FREE_PARTICLE && b as usize >= bodies)
+        {
+            return Err(ValidationError::new(
+                format!("body_of_particle[{i}]"),
+                format_args!("is {}, but there are {bodies} bodies", self.body_of_particle[i]),
+            ));
+        }
+        for (i, b) in self.bodies.iter().enumerate() {
+            let field = format!("bodies[{i}]");
+            validate::all_finite(&field, &[b.position, b.linear_momentum, b.angular_momentum])?;
+            validate::all_finite(&field, &[b.orientation])?;
+            let norm = b.orientation.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if (norm - 1.0).abs() > 1e-3 {
+                return Err(ValidationError::new(
+                    format!("{field}.orientation"),
+                    format_args!("has length {norm}, must be a unit quaternion"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> Summary {
+        let free = self.body_of_particle.iter().filter(|&&b| b == FREE_PARTICLE).count();
+        Summary::default()
+            .float("time_s", self.time)
+            .int("step", self.step)
+            .int("particles", self.positions.len())
+            .int("free_particles", free)
+            .int("bodies", self.bodies.len())
+    }
+}

@@ -1,0 +1,618 @@
+//! The scene schema: TOML files written by people (`assets/scenes/*.toml`).
+//!
+//! Every field, its unit and its default is documented in
+//! `docs/scene-format.md`; keep the two in sync. Unknown fields are errors,
+//! and every error names the file, line and column. Both `bake` and `player`
+//! parse scenes through [`Scene::load`], so they always agree.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::assets::FillMode;
+use crate::error::ValidationError;
+use crate::validate;
+
+mod error;
+mod expand;
+mod locate;
+mod values;
+
+pub use error::{SceneError, SceneErrorKind};
+pub use expand::{MAX_PARTICLES, ParticleInit, Rng, load_particle_file};
+pub use values::{Radius, TimeStep};
+
+/// Name of the material used where none is named. Always defined: a scene
+/// that does not define it gets [`Material::default`].
+pub const DEFAULT_MATERIAL: &str = "default";
+
+/// A whole scene.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scene {
+    /// Display name; defaults to the file stem.
+    #[serde(default)]
+    pub name: String,
+    /// One line on what the scene shows.
+    #[serde(default)]
+    pub description: String,
+    /// Global simulation settings.
+    #[serde(default)]
+    pub simulation: Simulation,
+    /// The simulation box.
+    pub domain: Domain,
+    /// Named materials; `default` is always available.
+    #[serde(default)]
+    pub materials: BTreeMap<String, Material>,
+    /// Free particles: generated blocks and files.
+    #[serde(default)]
+    pub particles: Vec<ParticleSource>,
+    /// Rigid bodies made of particles, baked from meshes.
+    #[serde(default)]
+    pub bodies: Vec<BodySpec>,
+    /// Extra walls (planes) besides the domain box.
+    #[serde(default)]
+    pub walls: Vec<Wall>,
+}
+
+/// Global simulation settings (`[simulation]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Simulation {
+    /// Radius of free particles and of body particles unless overridden, metres. Default 0.01.
+    pub particle_radius: f32,
+    /// Gravitational acceleration, m/s^2. Default `[0, -9.81, 0]`.
+    pub gravity: [f32; 3],
+    /// `"auto"` (a fraction of the contact duration) or a step in seconds. Default `"auto"`.
+    pub time_step: TimeStep,
+    /// Time integrator. Default velocity Verlet.
+    pub integrator: Integrator,
+    /// Contact history slots per particle (tangential springs). Default 16.
+    pub contact_slots: u32,
+    /// Simulated seconds to run headless when not told otherwise. Default 10.
+    pub duration: f64,
+}
+
+impl Default for Simulation {
+    fn default() -> Self {
+        Self {
+            particle_radius: 0.01,
+            gravity: [0.0, -9.81, 0.0],
+            time_step: TimeStep::Auto,
+            integrator: Integrator::VelocityVerlet,
+            contact_slots: 16,
+            duration: 10.0,
+        }
+    }
+}
+
+/// Time integration scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Integrator {
+    /// Velocity Verlet (second order, one force evaluation per step).
+    #[default]
+    #[serde(rename = "verlet")]
+    VelocityVerlet,
+    /// Midpoint Runge-Kutta, as in the WebGL seed (two force evaluations).
+    #[serde(rename = "rk2")]
+    Rk2,
+}
+
+/// The simulation box (`[domain]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Domain {
+    /// Minimum corner, metres.
+    pub min: [f32; 3],
+    /// Maximum corner, metres.
+    pub max: [f32; 3],
+    /// Periodic boundary per axis (x, y, z). Default all false.
+    #[serde(default)]
+    pub periodic: [bool; 3],
+    /// Whether the non-periodic faces of the box are walls. Default true.
+    #[serde(default = "yes")]
+    pub walls: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A contact material (`[materials.NAME]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Material {
+    /// Particle density, kg/m^3. Default 2500 (glass).
+    pub density: f32,
+    /// Normal spring stiffness, N/m. Default 10000.
+    pub stiffness: f32,
+    /// Normal coefficient of restitution, 0..1. Default 0.5 unless `damping` is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restitution: Option<f32>,
+    /// Normal damping coefficient, N s/m, instead of `restitution`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damping: Option<f32>,
+    /// Coulomb friction coefficient. Default 0.5.
+    pub friction: f32,
+    /// Tangential over normal stiffness. Default 2/7 (as LIGGGHTS hooke/history).
+    pub tangential_stiffness_ratio: f32,
+}
+
+impl Default for Material {
+    fn default() -> Self {
+        Self {
+            density: 2500.0,
+            stiffness: 1.0e4,
+            restitution: None,
+            damping: None,
+            friction: 0.5,
+            tangential_stiffness_ratio: 2.0 / 7.0,
+        }
+    }
+}
+
+impl Material {
+    /// Restitution used when neither `restitution` nor `damping` is set.
+    pub const DEFAULT_RESTITUTION: f32 = 0.5;
+}
+
+/// An axis-aligned box, metres.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Aabb {
+    /// Minimum corner.
+    pub min: [f32; 3],
+    /// Maximum corner.
+    pub max: [f32; 3],
+}
+
+/// One `[[particles]]` entry: a generated block or a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawParticleSource", into = "RawParticleSource")]
+pub struct ParticleSource {
+    /// Where the particles come from.
+    pub origin: ParticleOrigin,
+    /// Initial velocity, m/s. Default zero.
+    pub velocity: [f32; 3],
+    /// Radius or radius distribution; default `simulation.particle_radius`.
+    pub radius: Option<Radius>,
+    /// Material name. Default `"default"`.
+    pub material: String,
+}
+
+/// Where the particles of a [`ParticleSource`] come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParticleOrigin {
+    /// A jittered lattice filling a box.
+    Block(ParticleBlock),
+    /// Particles read from a file, relative to the scene file.
+    File(String),
+}
+
+/// A jittered lattice of particles filling `region`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParticleBlock {
+    /// The box to fill, metres.
+    pub region: Aabb,
+    /// Lattice spacing, metres; default twice the largest radius.
+    pub spacing: Option<f32>,
+    /// Random offset per axis as a fraction of the free gap, 0..1. Default 0.
+    pub jitter: f32,
+    /// Seed of the jitter and radius sampling. Default 0.
+    pub seed: u64,
+    /// Keep at most this many particles (in lattice order). Default all.
+    pub count: Option<u64>,
+}
+
+/// The TOML shape of `[[particles]]`, before checking that it names exactly
+/// one origin.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParticleSource {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    region: Option<Aabb>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spacing: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jitter: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
+    #[serde(default)]
+    velocity: [f32; 3],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    radius: Option<Radius>,
+    #[serde(default = "default_material")]
+    material: String,
+}
+
+fn default_material() -> String {
+    DEFAULT_MATERIAL.to_owned()
+}
+
+impl TryFrom<RawParticleSource> for ParticleSource {
+    type Error = String;
+
+    fn try_from(raw: RawParticleSource) -> Result<Self, String> {
+        let origin = match (raw.region, raw.file) {
+            (Some(_), Some(_)) => return Err("give either `region` or `file`, not both".into()),
+            (None, None) => {
+                return Err("a [[particles]] entry needs `region` (a generated block) or `file`".into());
+            }
+            (Some(region), None) => ParticleOrigin::Block(ParticleBlock {
+                region,
+                spacing: raw.spacing,
+                jitter: raw.jitter.unwrap_or(0.0),
+                seed: raw.seed.unwrap_or(0),
+                count: raw.count,
+            }),
+            (None, Some(file)) => {
+                for (name, given) in [
+                    ("spacing", raw.spacing.is_some()),
+                    ("jitter", raw.jitter.is_some()),
+                    ("seed", raw.seed.is_some()),
+                    ("count", raw.count.is_some()),
+                ] {
+                    if given {
+                        return Err(format!("`{name}` applies to generated blocks, not to `file`"));
+                    }
+                }
+                ParticleOrigin::File(file)
+            }
+        };
+        Ok(Self {
+            origin,
+            velocity: raw.velocity,
+            radius: raw.radius,
+            material: raw.material,
+        })
+    }
+}
+
+impl From<ParticleSource> for RawParticleSource {
+    fn from(p: ParticleSource) -> Self {
+        let mut raw = RawParticleSource {
+            velocity: p.velocity,
+            radius: p.radius,
+            material: p.material,
+            ..Default::default()
+        };
+        match p.origin {
+            ParticleOrigin::Block(b) => {
+                raw.region = Some(b.region);
+                raw.spacing = b.spacing;
+                raw.jitter = Some(b.jitter);
+                raw.seed = Some(b.seed);
+                raw.count = b.count;
+            }
+            ParticleOrigin::File(f) => raw.file = Some(f),
+        }
+        raw
+    }
+}
+
+/// How a body moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Motion {
+    /// Moves under forces and gravity.
+    #[default]
+    Dynamic,
+    /// Never moves (scenery such as a funnel).
+    Static,
+    /// Moves with its prescribed velocity, unaffected by forces (a pusher).
+    Kinematic,
+}
+
+/// One `[[bodies]]` entry: a rigid body baked from a mesh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodySpec {
+    /// glTF mesh (`.glb` or `.gltf`), relative to the scene file.
+    pub mesh: String,
+    /// Display name. Default the mesh's file stem.
+    #[serde(default)]
+    pub name: String,
+    /// Dynamic, static or kinematic. Default dynamic.
+    #[serde(default)]
+    pub motion: Motion,
+    /// Position of the mesh origin, metres. Default zero.
+    #[serde(default)]
+    pub position: [f32; 3],
+    /// Rotation as intrinsic x-y-z Euler angles, degrees. Default zero.
+    #[serde(default)]
+    pub rotation: [f32; 3],
+    /// Uniform scale applied to the mesh before baking. Default 1.
+    #[serde(default = "one")]
+    pub scale: f32,
+    /// Initial linear velocity, m/s. Default zero.
+    #[serde(default)]
+    pub velocity: [f32; 3],
+    /// Initial angular velocity, rad/s, world axes. Default zero.
+    #[serde(default)]
+    pub angular_velocity: [f32; 3],
+    /// Density, kg/m^3; default the material's. Exclusive with `mass`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub density: Option<f32>,
+    /// Total mass, kg, instead of a density.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mass: Option<f32>,
+    /// Material name. Default `"default"`.
+    #[serde(default = "default_material")]
+    pub material: String,
+    /// Solid or shell voxelization. Default solid.
+    #[serde(default)]
+    pub fill: FillMode,
+    /// Radius of the body's particles, metres; default `simulation.particle_radius`.
+    /// The body is voxelized at twice this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub particle_radius: Option<f32>,
+    /// Copies on a grid, each offset from `position`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<BodyArray>,
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+/// A grid of copies of one body.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodyArray {
+    /// Copies along x, y and z.
+    pub count: [u32; 3],
+    /// Offset between neighbouring copies, metres.
+    pub spacing: [f32; 3],
+}
+
+/// A wall: an infinite plane that particles stay on the `normal` side of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wall {
+    /// Display name. Default empty.
+    #[serde(default)]
+    pub name: String,
+    /// Any point on the plane, metres.
+    pub point: [f32; 3],
+    /// Normal pointing into the allowed side (normalized on load).
+    pub normal: [f32; 3],
+    /// Material name. Default `"default"`.
+    #[serde(default = "default_material")]
+    pub material: String,
+    /// Simulated time at which the wall disappears, seconds (a gate). Default never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_at: Option<f64>,
+}
+
+impl Scene {
+    /// Reads and validates the scene at `path`.
+    pub fn load(path: &Path) -> Result<Self, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SceneError::io(path, e))?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates scene TOML; `path` names the file in errors and
+    /// gives the default name.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, SceneError> {
+        let mut scene: Scene = toml::from_str(text).map_err(|e| SceneError::syntax(path, text, &e))?;
+        if scene.name.is_empty() {
+            scene.name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+        }
+        scene
+            .validate()
+            .map_err(|e| SceneError::invalid(path, text, e))?;
+        Ok(scene)
+    }
+
+    /// The scene as TOML.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string_pretty(self)
+    }
+
+    /// The material called `name`, or the default material for `"default"`.
+    pub fn material(&self, name: &str) -> Option<Material> {
+        match self.materials.get(name) {
+            Some(m) => Some(m.clone()),
+            None if name == DEFAULT_MATERIAL => Some(Material::default()),
+            None => None,
+        }
+    }
+
+    /// Semantic checks that need no file access: positive sizes, known
+    /// materials, regions inside the domain, exclusive options.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        let sim = &self.simulation;
+        validate::positive("simulation.particle_radius", sim.particle_radius.into())?;
+        validate::all_finite("simulation.gravity", &[sim.gravity])?;
+        if let TimeStep::Fixed(dt) = sim.time_step {
+            validate::positive("simulation.time_step", dt)?;
+        }
+        if !(1..=64).contains(&sim.contact_slots) {
+            return Err(ValidationError::new(
+                "simulation.contact_slots",
+                format_args!("is {}, must be between 1 and 64", sim.contact_slots),
+            ));
+        }
+        validate::positive("simulation.duration", sim.duration)?;
+        validate::all_finite("domain.min", &[self.domain.min])?;
+        validate::all_finite("domain.max", &[self.domain.max])?;
+        for axis in 0..3 {
+            if self.domain.min[axis] >= self.domain.max[axis] {
+                return Err(ValidationError::new(
+                    "domain.max",
+                    format_args!(
+                        "{} is not above domain.min {} along {}",
+                        self.domain.max[axis],
+                        self.domain.min[axis],
+                        AXES[axis]
+                    ),
+                ));
+            }
+        }
+        for (name, m) in &self.materials {
+            let f = |field: &str| format!("materials.{name}.{field}");
+            validate::positive(&f("density"), m.density.into())?;
+            validate::positive(&f("stiffness"), m.stiffness.into())?;
+            validate::non_negative(&f("friction"), m.friction.into())?;
+            validate::positive(&f("tangential_stiffness_ratio"), m.tangential_stiffness_ratio.into())?;
+            match (m.restitution, m.damping) {
+                (Some(_), Some(_)) => {
+                    return Err(ValidationError::new(f("damping"), "give `restitution` or `damping`, not both"));
+                }
+                (Some(e), None) => validate::in_range(&f("restitution"), e.into(), 0.0, 1.0)?,
+                (None, Some(d)) => validate::non_negative(&f("damping"), d.into())?,
+                (None, None) => {}
+            }
+        }
+        for (i, p) in self.particles.iter().enumerate() {
+            self.validate_particles(&format!("particles[{i}]"), p)?;
+        }
+        for (i, b) in self.bodies.iter().enumerate() {
+            self.validate_body(&format!("bodies[{i}]"), b)?;
+        }
+        for (i, w) in self.walls.iter().enumerate() {
+            let field = format!("walls[{i}]");
+            validate::all_finite(&format!("{field}.point"), &[w.point])?;
+            validate::all_finite(&format!("{field}.normal"), &[w.normal])?;
+            if w.normal.iter().map(|x| x * x).sum::<f32>() < 1e-12 {
+                return Err(ValidationError::new(format!("{field}.normal"), "is zero; a wall needs a direction"));
+            }
+            self.check_material(&format!("{field}.material"), &w.material)?;
+            if let Some(t) = w.remove_at {
+                validate::non_negative(&format!("{field}.remove_at"), t)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_material(&self, field: &str, name: &str) -> Result<(), ValidationError> {
+        if self.material(name).is_some() {
+            return Ok(());
+        }
+        let mut known: Vec<&str> = self.materials.keys().map(String::as_str).collect();
+        if !known.contains(&DEFAULT_MATERIAL) {
+            known.insert(0, DEFAULT_MATERIAL);
+        }
+        Err(ValidationError::new(
+            field,
+            format_args!("unknown material {name:?} (defined: {})", known.join(", ")),
+        ))
+    }
+
+    fn validate_particles(&self, field: &str, p: &ParticleSource) -> Result<(), ValidationError> {
+        validate::all_finite(&format!("{field}.velocity"), &[p.velocity])?;
+        self.check_material(&format!("{field}.material"), &p.material)?;
+        let radius = p.radius.unwrap_or(Radius::Fixed(self.simulation.particle_radius));
+        radius.validate(&format!("{field}.radius"))?;
+        match &p.origin {
+            ParticleOrigin::File(f) => {
+                if f.trim().is_empty() {
+                    return Err(ValidationError::new(format!("{field}.file"), "is empty"));
+                }
+            }
+            ParticleOrigin::Block(b) => {
+                let region = format!("{field}.region");
+                validate::all_finite(&format!("{region}.min"), &[b.region.min])?;
+                validate::all_finite(&format!("{region}.max"), &[b.region.max])?;
+                for axis in 0..3 {
+                    if b.region.min[axis] > b.region.max[axis] {
+                        return Err(ValidationError::new(
+                            format!("{region}.max"),
+                            format_args!("is below {region}.min along {}", AXES[axis]),
+                        ));
+                    }
+                    if b.region.min[axis] < self.domain.min[axis] || b.region.max[axis] > self.domain.max[axis] {
+                        return Err(ValidationError::new(
+                            region.clone(),
+                            format_args!("reaches outside the domain along {}", AXES[axis]),
+                        ));
+                    }
+                }
+                if let Some(s) = b.spacing {
+                    validate::positive(&format!("{field}.spacing"), s.into())?;
+                    let diameter = 2.0 * radius.max();
+                    if s < diameter * 0.999 {
+                        return Err(ValidationError::new(
+                            format!("{field}.spacing"),
+                            format_args!("{s} m is less than the largest particle diameter {diameter} m: particles would start overlapping"),
+                        ));
+                    }
+                }
+                validate::in_range(&format!("{field}.jitter"), b.jitter.into(), 0.0, 1.0)?;
+                let n = expand::lattice_count(b, &radius);
+                if n > MAX_PARTICLES {
+                    return Err(ValidationError::new(
+                        field,
+                        format_args!("would generate {n} particles, more than the limit of {MAX_PARTICLES}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_body(&self, field: &str, b: &BodySpec) -> Result<(), ValidationError> {
+        if b.mesh.trim().is_empty() {
+            return Err(ValidationError::new(format!("{field}.mesh"), "is empty"));
+        }
+        for (name, v) in [
+            ("position", b.position),
+            ("rotation", b.rotation),
+            ("velocity", b.velocity),
+            ("angular_velocity", b.angular_velocity),
+        ] {
+            validate::all_finite(&format!("{field}.{name}"), &[v])?;
+        }
+        validate::positive(&format!("{field}.scale"), b.scale.into())?;
+        self.check_material(&format!("{field}.material"), &b.material)?;
+        match (b.density, b.mass) {
+            (Some(_), Some(_)) => {
+                return Err(ValidationError::new(format!("{field}.mass"), "give `density` or `mass`, not both"));
+            }
+            (Some(d), None) => validate::positive(&format!("{field}.density"), d.into())?,
+            (None, Some(m)) => validate::positive(&format!("{field}.mass"), m.into())?,
+            (None, None) => {}
+        }
+        if let Some(r) = b.particle_radius {
+            validate::positive(&format!("{field}.particle_radius"), r.into())?;
+        }
+        if let Some(a) = b.array {
+            let copies = a.count.iter().map(|&c| u64::from(c)).product::<u64>();
+            if copies == 0 || copies > 1_000_000 {
+                return Err(ValidationError::new(
+                    format!("{field}.array.count"),
+                    format_args!("makes {copies} copies, must be between 1 and 1000000"),
+                ));
+            }
+            validate::all_finite(&format!("{field}.array.spacing"), &[a.spacing])?;
+        }
+        Ok(())
+    }
+
+    /// Number of body instances after expanding arrays.
+    pub fn body_instance_count(&self) -> u64 {
+        self.bodies
+            .iter()
+            .map(|b| b.array.map_or(1, |a| a.count.iter().map(|&c| u64::from(c)).product()))
+            .sum()
+    }
+
+    /// The free particles of every `[[particles]]` entry, in order. Particle
+    /// files are resolved relative to `scene_dir`.
+    pub fn free_particles(&self, scene_dir: &Path) -> Result<Vec<ParticleInit>, SceneError> {
+        expand::free_particles(self, scene_dir)
+    }
+}
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+#[cfg(test)]
+mod tests;
