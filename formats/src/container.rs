@@ -316,10 +316,16 @@ fn not_pellet(bytes: &[u8]) -> DecodeError {
         found: if shown.is_empty() {
             "nothing (empty file)".to_owned()
         } else {
-            format!("{:?}", String::from_utf8_lossy(shown))
+            escape(shown)
         },
-        expected: format!("{:?}", String::from_utf8_lossy(&MAGIC)),
+        expected: escape(&MAGIC),
     }
+}
+
+/// `"\x89PELLET\n"`-style quoting of raw bytes.
+fn escape(bytes: &[u8]) -> String {
+    let inner: String = bytes.iter().flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
+    format!("\"{inner}\"")
 }
 
 fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {

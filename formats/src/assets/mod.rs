@@ -21,7 +21,7 @@ pub use manifest::{Manifest, ManifestEntry, is_object_hash};
 pub use overlap_table::{OverlapTable, SamplingMethod};
 pub use particle_body::{BakeSource, FillMode, ParticleBody};
 pub use sim_state::{BodyState, FREE_PARTICLE, SimState};
-pub use summary::{Summary, SummaryValue};
+pub use summary::{Summary, SummaryValue, Widen};
 
 /// What a `.pellet` file holds. The discriminant is the header's kind field:
 /// never renumber, only append.

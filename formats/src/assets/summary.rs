@@ -1,6 +1,7 @@
 //! [`Summary`]: the handful of facts `bake inspect` prints about an asset.
 
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 /// One summary value; serializes as a plain JSON scalar or array.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,8 +44,8 @@ impl Summary {
     }
 
     /// Appends a float fact.
-    pub fn float(mut self, key: &'static str, v: impl Into<f64>) -> Self {
-        self.0.push((key, SummaryValue::Float(v.into())));
+    pub fn float(mut self, key: &'static str, v: impl Widen) -> Self {
+        self.0.push((key, SummaryValue::Float(v.widen())));
         self
     }
 
@@ -55,8 +56,44 @@ impl Summary {
     }
 
     /// Appends a vector fact.
-    pub fn list<T: Into<f64> + Copy>(mut self, key: &'static str, v: &[T]) -> Self {
-        self.0.push((key, SummaryValue::List(v.iter().map(|&x| x.into()).collect())));
+    pub fn list<T: Widen + Copy>(mut self, key: &'static str, v: &[T]) -> Self {
+        self.0.push((key, SummaryValue::List(v.iter().map(|&x| x.widen()).collect())));
         self
+    }
+}
+
+impl Serialize for Summary {
+    /// An object whose keys keep their order.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// Conversion to `f64` that keeps an `f32`'s shortest decimal form, so `0.1f32`
+/// prints as `0.1`, not `0.10000000149011612`.
+pub trait Widen {
+    /// The value as `f64`.
+    fn widen(self) -> f64;
+}
+
+impl Widen for f32 {
+    fn widen(self) -> f64 {
+        self.to_string().parse().unwrap_or(f64::from(self))
+    }
+}
+
+impl Widen for f64 {
+    fn widen(self) -> f64 {
+        self
+    }
+}
+
+impl Widen for u32 {
+    fn widen(self) -> f64 {
+        f64::from(self)
     }
 }

@@ -1,0 +1,21 @@
+//! [`BakeError`]: every failure of the `bake` library, one line each.
+
+use thiserror::Error;
+
+use pellet_formats::error::{ReadError, WriteError};
+use pellet_formats::SceneError;
+
+/// Why a bake command failed. Each variant's message names the file.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum BakeError {
+    /// A `.pellet` file could not be read or decoded.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A `.pellet` file could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A scene file is invalid.
+    #[error(transparent)]
+    Scene(#[from] SceneError),
+}
