@@ -1,1 +1,10 @@
+//! # pellet-player
+//!
+//! Pellet's runtime: loads scenes, simulates particles and rigid bodies on the
+//! GPU and renders them. The `player` binary is a thin shell over it.
 
+mod error;
+pub mod gpu;
+pub mod scene_info;
+
+pub use error::PlayerError;

@@ -1,0 +1,180 @@
+//! GPU access: adapter choice, device creation and a report of what was chosen.
+//!
+//! Pellet runs on any wgpu adapter. On a machine without a GPU it uses Mesa's
+//! lavapipe (software Vulkan), which CI uses too; `--backend gl` picks Mesa's
+//! llvmpipe OpenGL instead.
+
+use serde::Serialize;
+
+use crate::PlayerError;
+
+pub mod readback;
+pub mod selftest;
+
+/// Which wgpu backend to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum BackendChoice {
+    /// The best adapter of any backend: discrete over integrated over
+    /// software, Vulkan over OpenGL at equal rank.
+    #[default]
+    Auto,
+    /// Vulkan only (lavapipe when there is no GPU).
+    Vulkan,
+    /// OpenGL / GLES only (llvmpipe when there is no GPU).
+    Gl,
+}
+
+impl BackendChoice {
+    /// Backends to try, in order, until one has an adapter.
+    fn backend_order(self) -> Vec<wgpu::Backends> {
+        match self {
+            Self::Auto => vec![wgpu::Backends::VULKAN, wgpu::Backends::GL],
+            Self::Vulkan => vec![wgpu::Backends::VULKAN],
+            Self::Gl => vec![wgpu::Backends::GL],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Vulkan => "vulkan",
+            Self::Gl => "gl",
+        }
+    }
+}
+
+/// What was chosen, for logs, `player gpu` and benchmark reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterReport {
+    /// Adapter name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// `Vulkan`, `Gl`, ...
+    pub backend: String,
+    /// `DiscreteGpu`, `Cpu`, ...
+    pub device_type: String,
+    /// Driver name, e.g. `llvmpipe`.
+    pub driver: String,
+    /// Driver details, e.g. `Mesa 22.3.6 (LLVM 15.0.6)`.
+    pub driver_info: String,
+    /// Largest storage buffer binding, bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer, bytes.
+    pub max_buffer_size: u64,
+    /// Workgroup shared memory, bytes.
+    pub max_compute_workgroup_storage_size: u32,
+    /// Invocations per workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Whether GPU timestamp queries are available.
+    pub timestamps: bool,
+}
+
+impl AdapterReport {
+    fn new(adapter: &wgpu::Adapter) -> Self {
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        Self {
+            name: info.name,
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: info.driver,
+            driver_info: info.driver_info,
+            max_storage_buffer_binding_size: u64::from(limits.max_storage_buffer_binding_size),
+            max_buffer_size: limits.max_buffer_size,
+            max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            timestamps: adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY),
+        }
+    }
+
+    /// One line: `name (backend, device type, driver info)`.
+    pub fn one_line(&self) -> String {
+        format!(
+            "{} ({}, {}, {} {})",
+            self.name, self.backend, self.device_type, self.driver, self.driver_info
+        )
+    }
+}
+
+/// An adapter with its device and queue.
+#[derive(Debug)]
+pub struct Gpu {
+    /// The adapter the device came from.
+    pub adapter: wgpu::Adapter,
+    /// The logical device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// What was chosen.
+    pub report: AdapterReport,
+}
+
+/// Rank for choosing among adapters: higher is better.
+fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
+    let device = match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 4,
+        wgpu::DeviceType::IntegratedGpu => 3,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 1,
+        wgpu::DeviceType::Other => 0,
+    };
+    let backend = match info.backend {
+        wgpu::Backend::Vulkan => 2,
+        wgpu::Backend::Gl => 1,
+        _ => 0,
+    };
+    (device, backend)
+}
+
+impl Gpu {
+    /// Chooses an adapter for `choice` and opens a device with the adapter's
+    /// own limits (the simulation sizes its buffers to them).
+    pub fn new(choice: BackendChoice) -> Result<Self, PlayerError> {
+        pollster::block_on(Self::new_async(choice))
+    }
+
+    async fn new_async(choice: BackendChoice) -> Result<Self, PlayerError> {
+        // Try Vulkan before OpenGL: probing GL opens EGL, which is slow and
+        // chatty on headless machines, and Vulkan is preferred anyway.
+        let mut adapter = None;
+        for backends in choice.backend_order() {
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+            desc.backends = backends;
+            let instance = wgpu::Instance::new(desc);
+            adapter = instance
+                .enumerate_adapters(backends)
+                .await
+                .into_iter()
+                .max_by_key(|a| rank(&a.get_info()));
+            if adapter.is_some() {
+                break;
+            }
+        }
+        let adapter = adapter.ok_or_else(|| PlayerError::NoAdapter {
+            backend: choice.name().to_owned(),
+        })?;
+        let report = AdapterReport::new(&adapter);
+        let mut features = wgpu::Features::empty();
+        if report.timestamps {
+            features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("pellet"),
+                required_features: features,
+                required_limits: adapter.limits(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| PlayerError::Device {
+                adapter: report.name.clone(),
+                message: e.to_string(),
+            })?;
+        tracing::info!(adapter = %report.one_line(), "GPU ready");
+        Ok(Self {
+            adapter,
+            device,
+            queue,
+            report,
+        })
+    }
+}
