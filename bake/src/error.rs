@@ -2,8 +2,8 @@
 
 use thiserror::Error;
 
-use pellet_formats::error::{ReadError, WriteError};
 use pellet_formats::SceneError;
+use pellet_formats::error::{ReadError, WriteError};
 
 /// Why a bake command failed. Each variant's message names the file.
 #[derive(Debug, Error)]

@@ -97,7 +97,12 @@ impl Inspection {
             ),
             ("blake3".into(), format!("{} (verified)", h.payload_blake3)),
         ];
-        rows.extend(self.summary.0.iter().map(|(k, v)| (k.replace('_', " "), v.to_string())));
+        rows.extend(
+            self.summary
+                .0
+                .iter()
+                .map(|(k, v)| (k.replace('_', " "), v.to_string())),
+        );
         let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         let mut out = String::new();
         for (k, v) in rows {

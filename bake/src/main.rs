@@ -93,7 +93,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 writeln!(stdout)?;
             }
             stdout.flush()?;
-            Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
     }
 }

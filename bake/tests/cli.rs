@@ -23,15 +23,27 @@ fn golden_files() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "pellet"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), AssetKind::ALL.len(), "one golden file per kind");
+    assert_eq!(
+        files.len(),
+        AssetKind::ALL.len(),
+        "one golden file per kind"
+    );
     files
 }
 
 fn assert_one_line_error(out: &Output, file: &Path) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}: {stderr}", file.display());
-    assert_eq!(stderr.lines().count(), 1, "{}: not one line: {stderr}", file.display());
-    assert!(stderr.starts_with(&format!("bake: {}: ", file.display())), "{stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{}: not one line: {stderr}",
+        file.display()
+    );
+    assert!(
+        stderr.starts_with(&format!("bake: {}: ", file.display())),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(out.stdout.is_empty());
 }
@@ -40,7 +52,11 @@ fn assert_one_line_error(out: &Output, file: &Path) {
 fn inspect_reads_every_golden_file_as_text_and_json() {
     for file in golden_files() {
         let out = bake(&["inspect".as_ref(), file.as_os_str()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8(out.stdout).expect("utf-8");
         assert!(text.contains("format version"), "{text}");
         assert!(text.contains("(verified)"), "{text}");
@@ -49,7 +65,10 @@ fn inspect_reads_every_golden_file_as_text_and_json() {
         assert!(out.status.success());
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
         let stem = file.file_stem().and_then(|s| s.to_str()).expect("stem");
-        assert_eq!(json["header"]["kind"], stem, "golden files are named after their kind");
+        assert_eq!(
+            json["header"]["kind"], stem,
+            "golden files are named after their kind"
+        );
         assert_eq!(json["header"]["version"], 1);
         assert!(json["summary"].is_object());
     }

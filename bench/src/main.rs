@@ -1,1 +1,121 @@
-fn main() {}
+//! `pellet-bench`: runs Pellet's benchmarks and the installed peers side by
+//! side, then writes `docs/BENCHMARKS.md` and `docs/benchmarks.json`.
+//!
+//! Run from the repository root: `cargo run --release -p pellet-bench`.
+
+mod cases;
+mod harness;
+mod report;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+
+use report::{Machine, Report};
+
+/// Runs every benchmark against its peer and writes the results table.
+#[derive(Debug, Parser)]
+#[command(name = "pellet-bench", version, about, long_about)]
+struct Cli {
+    /// Smaller workloads and fewer samples (a smoke run, not for the docs).
+    #[arg(long)]
+    quick: bool,
+    /// Samples per measurement (default 11, 3 with --quick).
+    #[arg(long)]
+    samples: Option<usize>,
+    /// Markdown output.
+    #[arg(long, default_value = "docs/BENCHMARKS.md")]
+    out: PathBuf,
+    /// JSON output.
+    #[arg(long, default_value = "docs/benchmarks.json")]
+    json: PathBuf,
+    /// Only run groups whose name contains this.
+    #[arg(long)]
+    filter: Option<String>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let samples = cli.samples.unwrap_or(if cli.quick { 3 } else { 11 });
+    let particles = if cli.quick { 100_000 } else { 1_000_000 };
+    let wanted = |group: &str| cli.filter.as_deref().is_none_or(|f| group.contains(f));
+
+    let mut rows = Vec::new();
+    if wanted("formats") {
+        eprintln!("bench: formats ({particles} particles, {samples} samples)");
+        rows.extend(cases::formats::run(particles, samples));
+    }
+    let report = Report {
+        machine: machine(&cli),
+        peers: cases::peers::detect(),
+        rows,
+    };
+    if let Some(dir) = cli.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&cli.out, report.to_markdown())
+        .with_context(|| format!("writing {}", cli.out.display()))?;
+    std::fs::write(&cli.json, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("writing {}", cli.json.display()))?;
+    print!("{}", report.to_markdown());
+    eprintln!(
+        "bench: wrote {} and {}",
+        cli.out.display(),
+        cli.json.display()
+    );
+    Ok(())
+}
+
+fn machine(cli: &Cli) -> Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split(':').nth(1))
+        })
+        .map_or_else(|| "unknown".to_owned(), |s| s.trim().to_owned());
+    let memory_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / (1024.0 * 1024.0));
+    let adapter = match pellet_player::gpu::Gpu::new(pellet_player::gpu::BackendChoice::Auto) {
+        Ok(gpu) => gpu.report.one_line(),
+        Err(e) => format!("none ({e})"),
+    };
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(
+            || "unknown".to_owned(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        );
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .map_or_else(
+            || "unknown".to_owned(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        );
+    let mut command = "cargo run --release -p pellet-bench --".to_owned();
+    if cli.quick {
+        command.push_str(" --quick");
+    }
+    Machine {
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, usize::from),
+        memory_gib,
+        adapter,
+        date,
+        commit,
+        command,
+    }
+}

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize, Serializer};
 // aarch64, wasm32, every GPU) is little-endian; refuse to build elsewhere rather
 // than write files that other machines would misread.
 #[cfg(target_endian = "big")]
-compile_error!("pellet-formats stores arrays as little-endian blobs and needs a little-endian target");
+compile_error!(
+    "pellet-formats stores arrays as little-endian blobs and needs a little-endian target"
+);
 
 /// A `Vec<T>` of plain-old-data elements serialized as one byte blob.
 ///
@@ -94,16 +96,12 @@ impl<T: Pod> Visitor<'_> for BlobVisitor<T> {
     type Value = PodVec<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "a byte blob of {}-byte elements",
-            size_of::<T>()
-        )
+        write!(f, "a byte blob of {}-byte elements", size_of::<T>())
     }
 
     fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Self::Value, E> {
         let size = size_of::<T>();
-        if size == 0 || bytes.len() % size != 0 {
+        if size == 0 || !bytes.len().is_multiple_of(size) {
             return Err(E::custom(format_args!(
                 "byte blob of {} bytes is not a whole number of {size}-byte elements",
                 bytes.len()

@@ -43,7 +43,7 @@ const RESERVED: std::ops::Range<usize> = 64..80;
 /// Default cap on the declared uncompressed payload: 1 GiB.
 pub const DEFAULT_MAX_PAYLOAD: u64 = 1 << 30;
 /// zstd level used when writing: a good ratio at several hundred MB/s.
-pub const ZSTD_LEVEL: i32 = 6;
+pub const ZSTD_LEVEL: i32 = 3;
 /// Largest zstd window accepted when reading: 2^24 = 16 MiB, so a crafted
 /// frame cannot make the decoder reserve a huge window. Writers use level
 /// [`ZSTD_LEVEL`], whose window is 2^21 at most; a writer that raises the
@@ -286,8 +286,8 @@ pub(crate) fn decode_messagepack<T: DeserializeOwned>(
 /// Inflates a zstd stream, reading at most `declared + 1` bytes of output so a
 /// bomb stops at the declared size; the output must be exactly `declared` long.
 fn decompress_bounded(stored: &[u8], declared: u64) -> Result<Vec<u8>, DecodeError> {
-    let mut decoder =
-        zstd::stream::read::Decoder::with_buffer(stored).map_err(|e| DecodeError::Decompress(e.to_string()))?;
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(stored)
+        .map_err(|e| DecodeError::Decompress(e.to_string()))?;
     decoder
         .window_log_max(ZSTD_WINDOW_LOG_MAX)
         .map_err(|e| DecodeError::Decompress(e.to_string()))?;
@@ -324,7 +324,11 @@ fn not_pellet(bytes: &[u8]) -> DecodeError {
 
 /// `"\x89PELLET\n"`-style quoting of raw bytes.
 fn escape(bytes: &[u8]) -> String {
-    let inner: String = bytes.iter().flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
+    let inner: String = bytes
+        .iter()
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect();
     format!("\"{inner}\"")
 }
 
@@ -337,8 +341,10 @@ fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

@@ -34,7 +34,10 @@ pub enum DecodeError {
     UnknownKind(u16),
     /// A valid file of another kind than the caller asked for.
     #[error("expected a {expected} asset, found a {found} asset")]
-    WrongKind { expected: AssetKind, found: AssetKind },
+    WrongKind {
+        expected: AssetKind,
+        found: AssetKind,
+    },
     /// Flag bits this build does not understand.
     #[error("unknown header flags {0:#010x}")]
     UnknownFlags(u32),

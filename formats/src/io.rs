@@ -21,7 +21,8 @@ fn read_bytes_inner(path: &Path, limits: &DecodeLimits) -> Result<Vec<u8>, Decod
     header.check_limits(limits)?;
     let mut bytes = head;
     bytes.reserve(header.stored_len as usize);
-    file.take(header.stored_len.saturating_add(1)).read_to_end(&mut bytes)?;
+    file.take(header.stored_len.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -41,7 +42,8 @@ pub fn read_any(path: &Path, limits: &DecodeLimits) -> Result<(Header, AnyAsset)
 /// same folder, flushed, then renamed over `path`. A reader sees the old file
 /// or the new one, never half of one. Returns the bytes written.
 pub fn write_asset<A: Asset>(path: &Path, asset: &A) -> Result<Vec<u8>, WriteError> {
-    let bytes = container::encode(asset).map_err(|e| WriteError::new(path, WriteErrorKind::Encode(e)))?;
+    let bytes =
+        container::encode(asset).map_err(|e| WriteError::new(path, WriteErrorKind::Encode(e)))?;
     write_atomic(path, &bytes).map_err(|e| WriteError::new(path, WriteErrorKind::Io(e)))?;
     Ok(bytes)
 }
@@ -52,10 +54,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
+    })?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

@@ -8,7 +8,10 @@ pub fn finite(field: &str, value: f64) -> Result<(), ValidationError> {
     if value.is_finite() {
         Ok(())
     } else {
-        Err(ValidationError::new(field, format_args!("is {value}, must be finite")))
+        Err(ValidationError::new(
+            field,
+            format_args!("is {value}, must be finite"),
+        ))
     }
 }
 
@@ -18,7 +21,10 @@ pub fn positive(field: &str, value: f64) -> Result<(), ValidationError> {
     if value > 0.0 {
         Ok(())
     } else {
-        Err(ValidationError::new(field, format_args!("is {value}, must be greater than zero")))
+        Err(ValidationError::new(
+            field,
+            format_args!("is {value}, must be greater than zero"),
+        ))
     }
 }
 
@@ -28,7 +34,10 @@ pub fn non_negative(field: &str, value: f64) -> Result<(), ValidationError> {
     if value >= 0.0 {
         Ok(())
     } else {
-        Err(ValidationError::new(field, format_args!("is {value}, must not be negative")))
+        Err(ValidationError::new(
+            field,
+            format_args!("is {value}, must not be negative"),
+        ))
     }
 }
 
@@ -38,7 +47,10 @@ pub fn in_range(field: &str, value: f64, lo: f64, hi: f64) -> Result<(), Validat
     if (lo..=hi).contains(&value) {
         Ok(())
     } else {
-        Err(ValidationError::new(field, format_args!("is {value}, must be between {lo} and {hi}")))
+        Err(ValidationError::new(
+            field,
+            format_args!("is {value}, must be between {lo} and {hi}"),
+        ))
     }
 }
 
@@ -65,7 +77,12 @@ pub fn all_finite_scalars(field: &str, values: &[f32]) -> Result<(), ValidationE
 }
 
 /// `actual == expected` for an array length.
-pub fn length(field: &str, actual: usize, expected: usize, why: &str) -> Result<(), ValidationError> {
+pub fn length(
+    field: &str,
+    actual: usize,
+    expected: usize,
+    why: &str,
+) -> Result<(), ValidationError> {
     if actual == expected {
         Ok(())
     } else {

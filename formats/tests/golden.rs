@@ -22,12 +22,18 @@ fn golden_files_keep_loading() {
             std::fs::write(&path, common::encode(&expected)).expect("write golden file");
         }
         let bytes = std::fs::read(&path).unwrap_or_else(|e| {
-            panic!("{}: {e} (bless with PELLET_BLESS_GOLDEN=1 if this is a new kind)", path.display())
+            panic!(
+                "{}: {e} (bless with PELLET_BLESS_GOLDEN=1 if this is a new kind)",
+                path.display()
+            )
         });
         let (header, asset) = decode_any(&bytes, &DecodeLimits::default())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(header.kind, expected.kind(), "{name}");
-        assert_eq!(asset, expected, "{name} decodes to something else than the sample");
+        assert_eq!(
+            asset, expected,
+            "{name} decodes to something else than the sample"
+        );
     }
 }
 

@@ -18,7 +18,9 @@ use std::cell::Cell;
 use std::io::Write;
 
 use pellet_formats::assets::decode_any;
-use pellet_formats::container::{DecodeLimits, FLAG_ZSTD, FORMAT_VERSION, HEADER_LEN, Header, encode_payload};
+use pellet_formats::container::{
+    DecodeLimits, FLAG_ZSTD, FORMAT_VERSION, HEADER_LEN, Header, encode_payload,
+};
 use pellet_formats::{AssetKind, DecodeError};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -78,7 +80,11 @@ const HEAP_BOUND: usize = 16 << 20;
 
 fn decode_checked(bytes: &[u8]) -> Result<(), DecodeError> {
     let (result, peak) = measure(|| decode_any(bytes, &DecodeLimits::default()).map(|_| ()));
-    assert!(peak < HEAP_BOUND, "decoding {} bytes used {peak} bytes of heap", bytes.len());
+    assert!(
+        peak < HEAP_BOUND,
+        "decoding {} bytes used {peak} bytes of heap",
+        bytes.len()
+    );
     result
 }
 
@@ -91,7 +97,10 @@ fn config(cases: u32) -> Config {
 }
 
 fn samples() -> Vec<Vec<u8>> {
-    common::all().iter().map(|(_, a)| common::encode(a)).collect()
+    common::all()
+        .iter()
+        .map(|(_, a)| common::encode(a))
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -177,7 +186,10 @@ fn mutated_files_are_rejected() {
     let mut runner = TestRunner::new(config(40_000));
     runner
         .run(
-            &(0..samples.len(), proptest::collection::vec(mutation(), 1..4)),
+            &(
+                0..samples.len(),
+                proptest::collection::vec(mutation(), 1..4),
+            ),
             |(which, mutations)| {
                 let mut bytes = samples[which].clone();
                 let mut changed = false;
@@ -189,10 +201,20 @@ fn mutated_files_are_rejected() {
                     // the zstd stream (say, a match offset pointing at another
                     // run of zeros) and the payload, which the BLAKE3 hash
                     // pins, is byte for byte the original.
-                    let original = decode_any(&samples[which], &DecodeLimits::default()).expect("sample");
-                    let mutated = decode_any(&bytes, &DecodeLimits::default()).expect("decoded once");
-                    prop_assert_eq!(original, mutated, "accepted with other content after {:?}", mutations);
-                    prop_assert!(bytes.len() > HEADER_LEN && bytes[..HEADER_LEN] == samples[which][..HEADER_LEN]);
+                    let original =
+                        decode_any(&samples[which], &DecodeLimits::default()).expect("sample");
+                    let mutated =
+                        decode_any(&bytes, &DecodeLimits::default()).expect("decoded once");
+                    prop_assert_eq!(
+                        original,
+                        mutated,
+                        "accepted with other content after {:?}",
+                        mutations
+                    );
+                    prop_assert!(
+                        bytes.len() > HEADER_LEN
+                            && bytes[..HEADER_LEN] == samples[which][..HEADER_LEN]
+                    );
                 }
                 Ok(())
             },
@@ -209,14 +231,19 @@ fn mutated_payloads_with_correct_hashes_never_panic() {
         .iter()
         .map(|bytes| {
             let header = Header::parse(bytes).expect("sample");
-            let payload = zstd::bulk::decompress(&bytes[HEADER_LEN..], header.payload_len as usize).expect("sample");
+            let payload = zstd::bulk::decompress(&bytes[HEADER_LEN..], header.payload_len as usize)
+                .expect("sample");
             (header.kind, payload)
         })
         .collect();
     let mut runner = TestRunner::new(config(20_000));
     runner
         .run(
-            &(0..payloads.len(), proptest::collection::vec(mutation(), 1..4), 0..6u16),
+            &(
+                0..payloads.len(),
+                proptest::collection::vec(mutation(), 1..4),
+                0..6u16,
+            ),
             |(which, mutations, kind_shift)| {
                 let (kind, mut payload) = payloads[which].clone();
                 for m in &mutations {
@@ -235,7 +262,8 @@ fn mutated_payloads_with_correct_hashes_never_panic() {
                 };
                 let bytes = encode_payload(kind, &payload).expect("wrap");
                 if let Ok(()) = decode_checked(&bytes) {
-                    let (_, asset) = decode_any(&bytes, &DecodeLimits::default()).expect("decoded once");
+                    let (_, asset) =
+                        decode_any(&bytes, &DecodeLimits::default()).expect("decoded once");
                     prop_assert_eq!(asset.kind(), kind);
                 }
                 Ok(())
@@ -270,15 +298,24 @@ fn a_zstd_bomb_is_stopped_at_the_declared_size() {
     };
     // Honest header: refused before decompressing anything.
     let bytes = wrap(4 << 30);
-    let (err, peak) = measure(|| decode_any(&bytes, &DecodeLimits::default()).expect_err("too large"));
+    let (err, peak) =
+        measure(|| decode_any(&bytes, &DecodeLimits::default()).expect_err("too large"));
     assert!(matches!(err, DecodeError::TooLarge { .. }), "{err}");
     assert!(peak < 1 << 20, "refusal allocated {peak} bytes");
     // Lying header: decompression stops one byte past the declared 8 MiB.
-    let limits = DecodeLimits { max_payload: 8 << 20 };
+    let limits = DecodeLimits {
+        max_payload: 8 << 20,
+    };
     let bytes = wrap(8 << 20);
     let (err, peak) = measure(|| decode_any(&bytes, &limits).expect_err("bomb"));
-    assert!(matches!(err, DecodeError::PayloadOverflow { declared } if declared == 8 << 20), "{err}");
-    assert!(peak < 24 << 20, "the bomb made decoding allocate {peak} bytes");
+    assert!(
+        matches!(err, DecodeError::PayloadOverflow { declared } if declared == 8 << 20),
+        "{err}"
+    );
+    assert!(
+        peak < 24 << 20,
+        "the bomb made decoding allocate {peak} bytes"
+    );
     // Small declared size: stopped almost at once.
     let bytes = wrap(1000);
     let (err, peak) = measure(|| decode_any(&bytes, &DecodeLimits::default()).expect_err("bomb"));

@@ -4,7 +4,9 @@
 mod common;
 
 use pellet_formats::assets::{ParticleBody, SimState, decode_any};
-use pellet_formats::container::{self, DecodeLimits, FORMAT_VERSION, HEADER_LEN, Header, decode, encode};
+use pellet_formats::container::{
+    self, DecodeLimits, FORMAT_VERSION, HEADER_LEN, Header, decode, encode,
+};
 use pellet_formats::io::{read_any, read_asset, write_asset};
 use pellet_formats::{AssetKind, DecodeError};
 
@@ -47,7 +49,10 @@ fn a_newer_version_names_the_file_and_both_versions() {
     let err = read_asset::<SimState>(&path, &DecodeLimits::default()).expect_err("too new");
     assert_eq!(
         err.to_string(),
-        format!("{}: format version 3 is newer than this build reads (1)", path.display())
+        format!(
+            "{}: format version 3 is newer than this build reads (1)",
+            path.display()
+        )
     );
 }
 
@@ -59,20 +64,46 @@ fn header_problems_are_specific() {
         let mut bytes = good.clone();
         mutate(&mut bytes);
         let err = decode_any(&bytes, &limits).expect_err(expected);
-        assert!(err.to_string().contains(expected), "{err} should contain {expected:?}");
+        assert!(
+            err.to_string().contains(expected),
+            "{err} should contain {expected:?}"
+        );
     };
     check(&|b| b.truncate(0), "not a Pellet file (starts with nothing");
-    check(&|b| b.truncate(40), "shorter than the 80-byte Pellet header");
+    check(
+        &|b| b.truncate(40),
+        "shorter than the 80-byte Pellet header",
+    );
     check(&|b| b[0] = b'{', "not a Pellet file");
-    check(&|b| b[8..10].copy_from_slice(&[0, 0]), "format version 0 is invalid");
-    check(&|b| b[10..12].copy_from_slice(&[99, 0]), "unknown asset kind 99");
+    check(
+        &|b| b[8..10].copy_from_slice(&[0, 0]),
+        "format version 0 is invalid",
+    );
+    check(
+        &|b| b[10..12].copy_from_slice(&[99, 0]),
+        "unknown asset kind 99",
+    );
     check(&|b| b[12] |= 0x80, "unknown header flags 0x00000080");
     check(&|b| b[70] = 1, "reserved header byte at offset 70 is 0x01");
-    check(&|b| b[24..32].copy_from_slice(&(8u64 << 30).to_le_bytes()), "exceeds the limit of 1073741824 bytes");
-    check(&|b| { b.pop(); }, "payload truncated");
+    check(
+        &|b| b[24..32].copy_from_slice(&(8u64 << 30).to_le_bytes()),
+        "exceeds the limit of 1073741824 bytes",
+    );
+    check(
+        &|b| {
+            b.pop();
+        },
+        "payload truncated",
+    );
     check(&|b| b.push(0), "1 unexpected bytes after the payload");
     check(&|b| b[40] ^= 1, "content hash mismatch");
-    check(&|b| { let last = b.len() - 1; b[last] ^= 0x55; }, "");
+    check(
+        &|b| {
+            let last = b.len() - 1;
+            b[last] ^= 0x55;
+        },
+        "",
+    );
 }
 
 #[test]
@@ -113,22 +144,52 @@ fn invalid_assets_are_never_written_nor_accepted() {
 fn semantic_validation_catches_inconsistent_bodies() {
     let mut body = common::particle_body();
     body.positions.pop();
-    assert!(encode(&body).expect_err("count").to_string().contains("one per occupied voxel"));
+    assert!(
+        encode(&body)
+            .expect_err("count")
+            .to_string()
+            .contains("one per occupied voxel")
+    );
     let mut body = common::particle_body();
     body.inertia[0][1] = 1.0;
-    assert!(encode(&body).expect_err("asymmetric").to_string().contains("symmetric"));
+    assert!(
+        encode(&body)
+            .expect_err("asymmetric")
+            .to_string()
+            .contains("symmetric")
+    );
     let mut body = common::particle_body();
     body.occupancy[1] |= 0x80; // bit 15 of a 12-voxel grid
-    assert!(encode(&body).expect_err("spare bits").to_string().contains("past the last voxel"));
+    assert!(
+        encode(&body)
+            .expect_err("spare bits")
+            .to_string()
+            .contains("past the last voxel")
+    );
     let mut body = common::particle_body();
     body.positions[2][1] = f32::NAN;
-    assert!(encode(&body).expect_err("nan").to_string().contains("positions[2]"));
+    assert!(
+        encode(&body)
+            .expect_err("nan")
+            .to_string()
+            .contains("positions[2]")
+    );
     let mut table = common::overlap_table();
     table.ratios[1] = 0.1;
-    assert!(encode(&table).expect_err("order").to_string().contains("strictly ascending"));
+    assert!(
+        encode(&table)
+            .expect_err("order")
+            .to_string()
+            .contains("strictly ascending")
+    );
     let mut manifest = common::manifest();
     manifest.objects[1].hash = "../../etc/passwd".into();
-    assert!(encode(&manifest).expect_err("hash").to_string().contains("hex digits"));
+    assert!(
+        encode(&manifest)
+            .expect_err("hash")
+            .to_string()
+            .contains("hex digits")
+    );
 }
 
 /// A file written before a field existed still loads: fields added later are
@@ -179,7 +240,11 @@ fn files_are_written_atomically_and_read_back() {
     let path = dir.path().join("state.pellet");
     let bytes = write_asset(&path, &common::sim_state()).expect("write");
     assert_eq!(std::fs::read(&path).expect("read"), bytes);
-    assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 1, "no temporary file left");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("ls").count(),
+        1,
+        "no temporary file left"
+    );
     let (header, any) = read_any(&path, &DecodeLimits::default()).expect("read back");
     assert_eq!(header.kind, AssetKind::SimState);
     assert_eq!(any.kind(), AssetKind::SimState);
@@ -188,7 +253,14 @@ fn files_are_written_atomically_and_read_back() {
 
 #[test]
 fn a_missing_file_names_itself() {
-    let err = read_asset::<SimState>(std::path::Path::new("nope/missing.pellet"), &DecodeLimits::default())
-        .expect_err("missing");
-    assert!(err.to_string().starts_with("nope/missing.pellet: cannot read:"), "{err}");
+    let err = read_asset::<SimState>(
+        std::path::Path::new("nope/missing.pellet"),
+        &DecodeLimits::default(),
+    )
+    .expect_err("missing");
+    assert!(
+        err.to_string()
+            .starts_with("nope/missing.pellet: cannot read:"),
+        "{err}"
+    );
 }

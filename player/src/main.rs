@@ -108,7 +108,11 @@ fn run(command: Command) -> anyhow::Result<()> {
                     r.max_compute_workgroup_storage_size >> 10,
                     r.max_compute_invocations_per_workgroup
                 )?;
-                writeln!(out, "timestamps   {}", if r.timestamps { "yes" } else { "no" })?;
+                writeln!(
+                    out,
+                    "timestamps   {}",
+                    if r.timestamps { "yes" } else { "no" }
+                )?;
                 writeln!(
                     out,
                     "self-test    {} of {} elements match the CPU twin",
@@ -116,7 +120,12 @@ fn run(command: Command) -> anyhow::Result<()> {
                     test.elements
                 )?;
             }
-            anyhow::ensure!(test.passed(), "GPU self-test failed: {} of {} elements differ from the CPU", test.mismatches, test.elements);
+            anyhow::ensure!(
+                test.passed(),
+                "GPU self-test failed: {} of {} elements differ from the CPU",
+                test.mismatches,
+                test.elements
+            );
         }
         Command::Info { scene, json } => {
             let info = scene_info(&scene)?;
@@ -131,7 +140,10 @@ fn run(command: Command) -> anyhow::Result<()> {
                 writeln!(
                     out,
                     "free particles  {} (radius {} to {} m, {:.3} kg)",
-                    info.free_particles, info.radius_range_m[0], info.radius_range_m[1], info.free_mass_kg
+                    info.free_particles,
+                    info.radius_range_m[0],
+                    info.radius_range_m[1],
+                    info.free_mass_kg
                 )?;
                 let b = &info.bodies;
                 writeln!(
@@ -140,7 +152,11 @@ fn run(command: Command) -> anyhow::Result<()> {
                     b.entries, b.dynamic, b.r#static, b.kinematic
                 )?;
                 writeln!(out, "walls           {} extra", info.walls)?;
-                writeln!(out, "domain          {:?} to {:?} m, periodic {:?}", info.domain_m[0], info.domain_m[1], info.periodic)?;
+                writeln!(
+                    out,
+                    "domain          {:?} to {:?} m, periodic {:?}",
+                    info.domain_m[0], info.domain_m[1], info.periodic
+                )?;
                 writeln!(out, "materials       {}", info.materials.join(", "))?;
             }
         }

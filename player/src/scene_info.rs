@@ -70,7 +70,9 @@ pub fn scene_info(path: &Path) -> Result<SceneInfo, PlayerError> {
         ..Default::default()
     };
     for b in &scene.bodies {
-        let copies = b.array.map_or(1, |a| a.count.iter().map(|&c| u64::from(c)).product());
+        let copies = b
+            .array
+            .map_or(1, |a| a.count.iter().map(|&c| u64::from(c)).product());
         match b.motion {
             Motion::Dynamic => bodies.dynamic += copies,
             Motion::Static => bodies.r#static += copies,
@@ -78,7 +80,10 @@ pub fn scene_info(path: &Path) -> Result<SceneInfo, PlayerError> {
         }
     }
     let mut materials: Vec<String> = scene.materials.keys().cloned().collect();
-    if !materials.iter().any(|m| m == pellet_formats::scene::DEFAULT_MATERIAL) {
+    if !materials
+        .iter()
+        .any(|m| m == pellet_formats::scene::DEFAULT_MATERIAL)
+    {
         materials.insert(0, pellet_formats::scene::DEFAULT_MATERIAL.to_owned());
     }
     Ok(SceneInfo {

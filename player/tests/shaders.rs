@@ -19,14 +19,20 @@ fn wgsl_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_shader_validates() {
     let mut files = Vec::new();
-    wgsl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    wgsl_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     assert!(!files.is_empty(), "no WGSL found");
     for file in files {
         let source = std::fs::read_to_string(&file).expect("read shader");
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}:\n{}", file.display(), e.emit_to_string(&source)));
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}:\n{}", file.display(), e.emit_to_string(&source)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{}:\n{}", file.display(), e.emit_to_string(&source)));
     }
 }

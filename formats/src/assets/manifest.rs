@@ -35,7 +35,9 @@ pub struct Manifest {
 
 /// Whether `s` is a 64-digit lower-case hex BLAKE3 hash (and so a safe file name).
 pub fn is_object_hash(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Asset for Manifest {
@@ -50,7 +52,10 @@ impl Asset for Manifest {
                 ));
             }
             if self.objects[..i].iter().any(|o| o.hash == e.hash) {
-                return Err(ValidationError::new(format!("objects[{i}].hash"), "appears twice"));
+                return Err(ValidationError::new(
+                    format!("objects[{i}].hash"),
+                    "appears twice",
+                ));
             }
         }
         match self.objects.iter().find(|o| o.hash == self.scene) {
@@ -71,7 +76,10 @@ impl Asset for Manifest {
             .text("name", &self.name)
             .text("scene", &self.scene)
             .int("objects", self.objects.len())
-            .int("total_bytes", self.objects.iter().map(|o| o.size).sum::<u64>())
+            .int(
+                "total_bytes",
+                self.objects.iter().map(|o| o.size).sum::<u64>(),
+            )
             .text("generator", &self.generator)
     }
 }

@@ -75,11 +75,19 @@ impl Asset for OverlapTable {
             if w[1] <= w[0] {
                 return Err(ValidationError::new(
                     format!("ratios[{}]", i + 1),
-                    format_args!("is {} after {}: ratios must be strictly ascending", w[1], w[0]),
+                    format_args!(
+                        "is {} after {}: ratios must be strictly ascending",
+                        w[1], w[0]
+                    ),
                 ));
             }
         }
-        validate::in_range("ratios[0]", f64::from(self.ratios[0]), f64::MIN_POSITIVE, f64::from(MAX_REACH))?;
+        validate::in_range(
+            "ratios[0]",
+            f64::from(self.ratios[0]),
+            f64::MIN_POSITIVE,
+            f64::from(MAX_REACH),
+        )?;
         let last = self.ratios.len() - 1;
         validate::in_range(
             &format!("ratios[{last}]"),
@@ -91,11 +99,16 @@ impl Asset for OverlapTable {
             if !(0 <= o[0] && o[0] <= o[1] && o[1] <= o[2] && o[2] <= MAX_REACH) {
                 return Err(ValidationError::new(
                     format!("offsets[{i}]"),
-                    format_args!("{o:?} is not canonical (need 0 <= dx <= dy <= dz <= {MAX_REACH})"),
+                    format_args!(
+                        "{o:?} is not canonical (need 0 <= dx <= dy <= dz <= {MAX_REACH})"
+                    ),
                 ));
             }
             if self.offsets[..i].contains(o) {
-                return Err(ValidationError::new(format!("offsets[{i}]"), format_args!("{o:?} appears twice")));
+                return Err(ValidationError::new(
+                    format!("offsets[{i}]"),
+                    format_args!("{o:?} appears twice"),
+                ));
             }
         }
         let entries = self.ratios.len() * self.offsets.len();
@@ -118,7 +131,10 @@ impl Asset for OverlapTable {
                     ));
                 }
                 if e < 0.0 {
-                    return Err(ValidationError::new(format!("stderr[{i}]"), format_args!("is {e}, must not be negative")));
+                    return Err(ValidationError::new(
+                        format!("stderr[{i}]"),
+                        format_args!("is {e}, must not be negative"),
+                    ));
                 }
             }
         }

@@ -91,7 +91,10 @@ impl ParticleBody {
 
     /// Number of set occupancy bits.
     pub fn occupied_count(&self) -> u64 {
-        self.occupancy.iter().map(|b| u64::from(b.count_ones())).sum()
+        self.occupancy
+            .iter()
+            .map(|b| u64::from(b.count_ones()))
+            .sum()
     }
 }
 
@@ -116,19 +119,35 @@ impl Asset for ParticleBody {
             .voxel_count()
             .ok_or_else(|| ValidationError::new("grid_dims", "overflows"))?;
         let bytes = voxels.div_ceil(8);
-        validate::length("occupancy", self.occupancy.len(), bytes as usize, "one bit per voxel")?;
+        validate::length(
+            "occupancy",
+            self.occupancy.len(),
+            bytes as usize,
+            "one bit per voxel",
+        )?;
         let spare_bits = (bytes * 8 - voxels) as u32;
         if spare_bits > 0 {
             let last = self.occupancy.last().copied().unwrap_or(0);
             if last >> (8 - spare_bits) != 0 {
-                return Err(ValidationError::new("occupancy", "has bits set past the last voxel"));
+                return Err(ValidationError::new(
+                    "occupancy",
+                    "has bits set past the last voxel",
+                ));
             }
         }
         let occupied = self.occupied_count() as usize;
         if occupied == 0 {
-            return Err(ValidationError::new("occupancy", "is empty: a body needs at least one particle"));
+            return Err(ValidationError::new(
+                "occupancy",
+                "is empty: a body needs at least one particle",
+            ));
         }
-        validate::length("positions", self.positions.len(), occupied, "one per occupied voxel")?;
+        validate::length(
+            "positions",
+            self.positions.len(),
+            occupied,
+            "one per occupied voxel",
+        )?;
         validate::all_finite("positions", &self.positions)?;
         // Body-frame particles must lie within the grid's extent around the centre of mass.
         let reach = self
@@ -177,13 +196,20 @@ impl Asset for ParticleBody {
 /// triangle inequality (what any real mass distribution has).
 pub(crate) fn validate_inertia(field: &str, m: &[[f32; 3]; 3]) -> Result<(), ValidationError> {
     validate::all_finite(field, m)?;
-    let scale = m.iter().flatten().fold(0.0f32, |a, x| a.max(x.abs())).max(f32::MIN_POSITIVE);
+    let scale = m
+        .iter()
+        .flatten()
+        .fold(0.0f32, |a, x| a.max(x.abs()))
+        .max(f32::MIN_POSITIVE);
     let tol = 1e-4 * scale;
     for (i, j) in [(0, 1), (0, 2), (1, 2)] {
         if (m[i][j] - m[j][i]).abs() > tol {
             return Err(ValidationError::new(
                 format!("{field}[{i}][{j}]"),
-                format_args!("is {} but [{j}][{i}] is {}: the tensor must be symmetric", m[i][j], m[j][i]),
+                format_args!(
+                    "is {} but [{j}][{i}] is {}: the tensor must be symmetric",
+                    m[i][j], m[j][i]
+                ),
             ));
         }
     }
@@ -199,7 +225,9 @@ pub(crate) fn validate_inertia(field: &str, m: &[[f32; 3]; 3]) -> Result<(), Val
         if d[i] > a + b + tol {
             return Err(ValidationError::new(
                 field,
-                format_args!("diagonal {d:?} breaks the triangle inequality no mass distribution can break"),
+                format_args!(
+                    "diagonal {d:?} breaks the triangle inequality no mass distribution can break"
+                ),
             ));
         }
     }

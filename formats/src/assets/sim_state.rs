@@ -53,9 +53,19 @@ impl Asset for SimState {
         validate::non_negative("time", self.time)?;
         let n = self.positions.len();
         validate::length("velocities", self.velocities.len(), n, "one per particle")?;
-        validate::length("angular_velocities", self.angular_velocities.len(), n, "one per particle")?;
+        validate::length(
+            "angular_velocities",
+            self.angular_velocities.len(),
+            n,
+            "one per particle",
+        )?;
         validate::length("radii", self.radii.len(), n, "one per particle")?;
-        validate::length("body_of_particle", self.body_of_particle.len(), n, "one per particle")?;
+        validate::length(
+            "body_of_particle",
+            self.body_of_particle.len(),
+            n,
+            "one per particle",
+        )?;
         validate::all_finite("positions", &self.positions)?;
         validate::all_finite("velocities", &self.velocities)?;
         validate::all_finite("angular_velocities", &self.angular_velocities)?;
@@ -73,7 +83,10 @@ impl Asset for SimState {
         {
             return Err(ValidationError::new(
                 format!("body_of_particle[{i}]"),
-                format_args!("is {}, but there are {bodies} bodies", self.body_of_particle[i]),
+                format_args!(
+                    "is {}, but there are {bodies} bodies",
+                    self.body_of_particle[i]
+                ),
             ));
         }
         for (i, b) in self.bodies.iter().enumerate() {
@@ -92,7 +105,11 @@ impl Asset for SimState {
     }
 
     fn summary(&self) -> Summary {
-        let free = self.body_of_particle.iter().filter(|&&b| b == FREE_PARTICLE).count();
+        let free = self
+            .body_of_particle
+            .iter()
+            .filter(|&&b| b == FREE_PARTICLE)
+            .count();
         Summary::default()
             .float("time_s", self.time)
             .int("step", self.step)

@@ -39,7 +39,8 @@ pub struct Summary(pub Vec<(&'static str, SummaryValue)>);
 impl Summary {
     /// Appends an integer fact.
     pub fn int(mut self, key: &'static str, v: impl TryInto<u64>) -> Self {
-        self.0.push((key, SummaryValue::Int(v.try_into().unwrap_or(u64::MAX))));
+        self.0
+            .push((key, SummaryValue::Int(v.try_into().unwrap_or(u64::MAX))));
         self
     }
 
@@ -57,7 +58,10 @@ impl Summary {
 
     /// Appends a vector fact.
     pub fn list<T: Widen + Copy>(mut self, key: &'static str, v: &[T]) -> Self {
-        self.0.push((key, SummaryValue::List(v.iter().map(|&x| x.widen()).collect())));
+        self.0.push((
+            key,
+            SummaryValue::List(v.iter().map(|&x| x.widen()).collect()),
+        ));
         self
     }
 }

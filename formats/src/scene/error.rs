@@ -88,7 +88,11 @@ impl SceneError {
         }
     }
 
-    pub(crate) fn particle_file(path: &Path, line: Option<usize>, message: impl Into<String>) -> Self {
+    pub(crate) fn particle_file(
+        path: &Path,
+        line: Option<usize>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             path: path.to_path_buf(),
             line,

@@ -70,7 +70,11 @@ fn lattice_dims(block: &ParticleBlock, radius: &Radius) -> [u64; 3] {
             0
         } else {
             let n = ((extent - d) / s + 1e-6).floor() + 1.0;
-            if n >= u64::MAX as f64 { u64::MAX } else { n as u64 }
+            if n >= u64::MAX as f64 {
+                u64::MAX
+            } else {
+                n as u64
+            }
         }
     })
 }
@@ -83,7 +87,13 @@ pub(crate) fn lattice_count(block: &ParticleBlock, radius: &Radius) -> u64 {
     block.count.map_or(n, |c| c.min(n))
 }
 
-fn generate_block(block: &ParticleBlock, radius: &Radius, source: u32, velocity: [f32; 3], out: &mut Vec<ParticleInit>) {
+fn generate_block(
+    block: &ParticleBlock,
+    radius: &Radius,
+    source: u32,
+    velocity: [f32; 3],
+    out: &mut Vec<ParticleInit>,
+) {
     let dims = lattice_dims(block, radius);
     let total = lattice_count(block, radius);
     let s = spacing(block, radius);
@@ -122,13 +132,20 @@ fn generate_block(block: &ParticleBlock, radius: &Radius, source: u32, velocity:
     }
 }
 
-pub(crate) fn free_particles(scene: &Scene, scene_dir: &Path) -> Result<Vec<ParticleInit>, SceneError> {
+pub(crate) fn free_particles(
+    scene: &Scene,
+    scene_dir: &Path,
+) -> Result<Vec<ParticleInit>, SceneError> {
     let mut out = Vec::new();
     for (i, entry) in scene.particles.iter().enumerate() {
-        let radius = entry.radius.unwrap_or(Radius::Fixed(scene.simulation.particle_radius));
+        let radius = entry
+            .radius
+            .unwrap_or(Radius::Fixed(scene.simulation.particle_radius));
         let source = i as u32;
         match &entry.origin {
-            ParticleOrigin::Block(block) => generate_block(block, &radius, source, entry.velocity, &mut out),
+            ParticleOrigin::Block(block) => {
+                generate_block(block, &radius, source, entry.velocity, &mut out)
+            }
             ParticleOrigin::File(file) => {
                 let path = scene_dir.join(file);
                 let loaded = load_particle_file(&path, entry, &radius, source)?;
@@ -147,14 +164,21 @@ pub(crate) fn free_particles(scene: &Scene, scene_dir: &Path) -> Result<Vec<Part
     Ok(out)
 }
 
-fn check_inside_domain(scene: &Scene, path: &Path, particles: &[ParticleInit]) -> Result<(), SceneError> {
+fn check_inside_domain(
+    scene: &Scene,
+    path: &Path,
+    particles: &[ParticleInit],
+) -> Result<(), SceneError> {
     let (lo, hi) = (scene.domain.min, scene.domain.max);
     for (i, p) in particles.iter().enumerate() {
         if (0..3).any(|a| p.position[a] < lo[a] || p.position[a] > hi[a]) {
             return Err(SceneError::particle_file(
                 path,
                 None,
-                format!("particle {i} at {:?} lies outside the domain {lo:?}..{hi:?}", p.position),
+                format!(
+                    "particle {i} at {:?} lies outside the domain {lo:?}..{hi:?}",
+                    p.position
+                ),
             ));
         }
     }
@@ -169,15 +193,20 @@ pub fn load_particle_file(
     radius: &Radius,
     source: u32,
 ) -> Result<Vec<ParticleInit>, SceneError> {
-    let meta = std::fs::metadata(path).map_err(|e| SceneError::particle_file(path, None, format!("cannot read: {e}")))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| SceneError::particle_file(path, None, format!("cannot read: {e}")))?;
     if meta.len() > DEFAULT_MAX_PAYLOAD {
         return Err(SceneError::particle_file(
             path,
             None,
-            format!("file is {} bytes, more than the {DEFAULT_MAX_PAYLOAD}-byte limit", meta.len()),
+            format!(
+                "file is {} bytes, more than the {DEFAULT_MAX_PAYLOAD}-byte limit",
+                meta.len()
+            ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| SceneError::particle_file(path, None, format!("cannot read: {e}")))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| SceneError::particle_file(path, None, format!("cannot read: {e}")))?;
     if path.extension().is_some_and(|e| e == "pellet") {
         let state: SimState = crate::container::decode(&bytes, &DecodeLimits::default())
             .map_err(|e| SceneError::particle_file(path, None, e.to_string()))?;
@@ -216,12 +245,21 @@ fn parse_csv(
         let numbers = match numbers {
             Ok(n) => n,
             // One header line (e.g. `x,y,z,radius`) before the data is fine.
-            Err(_) if !seen_data && fields.iter().all(|f| f.chars().all(|c| c.is_alphanumeric() || c == '_')) => {
+            Err(_)
+                if !seen_data
+                    && fields
+                        .iter()
+                        .all(|f| f.chars().all(|c| c.is_alphanumeric() || c == '_')) =>
+            {
                 seen_data = true;
                 continue;
             }
             Err(e) => {
-                return Err(SceneError::particle_file(path, Some(line_no), format!("{line:?} is not numbers: {e}")));
+                return Err(SceneError::particle_file(
+                    path,
+                    Some(line_no),
+                    format!("{line:?} is not numbers: {e}"),
+                ));
             }
         };
         seen_data = true;
@@ -229,16 +267,27 @@ fn parse_csv(
             return Err(SceneError::particle_file(
                 path,
                 Some(line_no),
-                format!("has {} fields, expected x,y,z or x,y,z,radius", numbers.len()),
+                format!(
+                    "has {} fields, expected x,y,z or x,y,z,radius",
+                    numbers.len()
+                ),
             ));
         }
         if let Some(bad) = numbers.iter().find(|x| !x.is_finite()) {
-            return Err(SceneError::particle_file(path, Some(line_no), format!("{bad} is not finite")));
+            return Err(SceneError::particle_file(
+                path,
+                Some(line_no),
+                format!("{bad} is not finite"),
+            ));
         }
         let r = match numbers.get(3) {
             Some(&r) if r > 0.0 => r,
             Some(&r) => {
-                return Err(SceneError::particle_file(path, Some(line_no), format!("radius {r} must be greater than zero")));
+                return Err(SceneError::particle_file(
+                    path,
+                    Some(line_no),
+                    format!("radius {r} must be greater than zero"),
+                ));
             }
             None => match *radius {
                 Radius::Fixed(r) => r,
@@ -246,7 +295,11 @@ fn parse_csv(
             },
         };
         if out.len() as u64 >= MAX_PARTICLES {
-            return Err(SceneError::particle_file(path, Some(line_no), format!("more than {MAX_PARTICLES} particles")));
+            return Err(SceneError::particle_file(
+                path,
+                Some(line_no),
+                format!("more than {MAX_PARTICLES} particles"),
+            ));
         }
         out.push(ParticleInit {
             position: [numbers[0], numbers[1], numbers[2]],

@@ -241,7 +241,9 @@ impl TryFrom<RawParticleSource> for ParticleSource {
         let origin = match (raw.region, raw.file) {
             (Some(_), Some(_)) => return Err("give either `region` or `file`, not both".into()),
             (None, None) => {
-                return Err("a [[particles]] entry needs `region` (a generated block) or `file`".into());
+                return Err(
+                    "a [[particles]] entry needs `region` (a generated block) or `file`".into(),
+                );
             }
             (Some(region), None) => ParticleOrigin::Block(ParticleBlock {
                 region,
@@ -258,7 +260,9 @@ impl TryFrom<RawParticleSource> for ParticleSource {
                     ("count", raw.count.is_some()),
                 ] {
                     if given {
-                        return Err(format!("`{name}` applies to generated blocks, not to `file`"));
+                        return Err(format!(
+                            "`{name}` applies to generated blocks, not to `file`"
+                        ));
                     }
                 }
                 ParticleOrigin::File(file)
@@ -399,7 +403,8 @@ impl Scene {
     /// Parses and validates scene TOML; `path` names the file in errors and
     /// gives the default name.
     pub fn parse(text: &str, path: &Path) -> Result<Self, SceneError> {
-        let mut scene: Scene = toml::from_str(text).map_err(|e| SceneError::syntax(path, text, &e))?;
+        let mut scene: Scene =
+            toml::from_str(text).map_err(|e| SceneError::syntax(path, text, &e))?;
         if scene.name.is_empty() {
             scene.name = path
                 .file_stem()
@@ -450,9 +455,7 @@ impl Scene {
                     "domain.max",
                     format_args!(
                         "{} is not above domain.min {} along {}",
-                        self.domain.max[axis],
-                        self.domain.min[axis],
-                        AXES[axis]
+                        self.domain.max[axis], self.domain.min[axis], AXES[axis]
                     ),
                 ));
             }
@@ -462,10 +465,16 @@ impl Scene {
             validate::positive(&f("density"), m.density.into())?;
             validate::positive(&f("stiffness"), m.stiffness.into())?;
             validate::non_negative(&f("friction"), m.friction.into())?;
-            validate::positive(&f("tangential_stiffness_ratio"), m.tangential_stiffness_ratio.into())?;
+            validate::positive(
+                &f("tangential_stiffness_ratio"),
+                m.tangential_stiffness_ratio.into(),
+            )?;
             match (m.restitution, m.damping) {
                 (Some(_), Some(_)) => {
-                    return Err(ValidationError::new(f("damping"), "give `restitution` or `damping`, not both"));
+                    return Err(ValidationError::new(
+                        f("damping"),
+                        "give `restitution` or `damping`, not both",
+                    ));
                 }
                 (Some(e), None) => validate::in_range(&f("restitution"), e.into(), 0.0, 1.0)?,
                 (None, Some(d)) => validate::non_negative(&f("damping"), d.into())?,
@@ -483,7 +492,10 @@ impl Scene {
             validate::all_finite(&format!("{field}.point"), &[w.point])?;
             validate::all_finite(&format!("{field}.normal"), &[w.normal])?;
             if w.normal.iter().map(|x| x * x).sum::<f32>() < 1e-12 {
-                return Err(ValidationError::new(format!("{field}.normal"), "is zero; a wall needs a direction"));
+                return Err(ValidationError::new(
+                    format!("{field}.normal"),
+                    "is zero; a wall needs a direction",
+                ));
             }
             self.check_material(&format!("{field}.material"), &w.material)?;
             if let Some(t) = w.remove_at {
@@ -510,7 +522,9 @@ impl Scene {
     fn validate_particles(&self, field: &str, p: &ParticleSource) -> Result<(), ValidationError> {
         validate::all_finite(&format!("{field}.velocity"), &[p.velocity])?;
         self.check_material(&format!("{field}.material"), &p.material)?;
-        let radius = p.radius.unwrap_or(Radius::Fixed(self.simulation.particle_radius));
+        let radius = p
+            .radius
+            .unwrap_or(Radius::Fixed(self.simulation.particle_radius));
         radius.validate(&format!("{field}.radius"))?;
         match &p.origin {
             ParticleOrigin::File(f) => {
@@ -529,7 +543,9 @@ impl Scene {
                             format_args!("is below {region}.min along {}", AXES[axis]),
                         ));
                     }
-                    if b.region.min[axis] < self.domain.min[axis] || b.region.max[axis] > self.domain.max[axis] {
+                    if b.region.min[axis] < self.domain.min[axis]
+                        || b.region.max[axis] > self.domain.max[axis]
+                    {
                         return Err(ValidationError::new(
                             region.clone(),
                             format_args!("reaches outside the domain along {}", AXES[axis]),
@@ -542,7 +558,9 @@ impl Scene {
                     if s < diameter * 0.999 {
                         return Err(ValidationError::new(
                             format!("{field}.spacing"),
-                            format_args!("{s} m is less than the largest particle diameter {diameter} m: particles would start overlapping"),
+                            format_args!(
+                                "{s} m is less than the largest particle diameter {diameter} m: particles would start overlapping"
+                            ),
                         ));
                     }
                 }
@@ -551,7 +569,9 @@ impl Scene {
                 if n > MAX_PARTICLES {
                     return Err(ValidationError::new(
                         field,
-                        format_args!("would generate {n} particles, more than the limit of {MAX_PARTICLES}"),
+                        format_args!(
+                            "would generate {n} particles, more than the limit of {MAX_PARTICLES}"
+                        ),
                     ));
                 }
             }
@@ -575,7 +595,10 @@ impl Scene {
         self.check_material(&format!("{field}.material"), &b.material)?;
         match (b.density, b.mass) {
             (Some(_), Some(_)) => {
-                return Err(ValidationError::new(format!("{field}.mass"), "give `density` or `mass`, not both"));
+                return Err(ValidationError::new(
+                    format!("{field}.mass"),
+                    "give `density` or `mass`, not both",
+                ));
             }
             (Some(d), None) => validate::positive(&format!("{field}.density"), d.into())?,
             (None, Some(m)) => validate::positive(&format!("{field}.mass"), m.into())?,
@@ -601,7 +624,10 @@ impl Scene {
     pub fn body_instance_count(&self) -> u64 {
         self.bodies
             .iter()
-            .map(|b| b.array.map_or(1, |a| a.count.iter().map(|&c| u64::from(c)).product()))
+            .map(|b| {
+                b.array
+                    .map_or(1, |a| a.count.iter().map(|&c| u64::from(c)).product())
+            })
             .sum()
     }
 

@@ -25,13 +25,18 @@ fn unknown_fields_are_errors_with_line_and_column() {
         .expect_err("typo");
     assert_eq!(err.kind, SceneErrorKind::Syntax);
     let text = err.to_string();
-    assert!(text.starts_with("scenes/test.toml:7:1: unknown field `sapcing`"), "{text}");
+    assert!(
+        text.starts_with("scenes/test.toml:7:1: unknown field `sapcing`"),
+        "{text}"
+    );
     assert!(text.contains("sapcing"), "{text}");
 }
 
 #[test]
 fn wrong_types_point_at_the_value() {
-    let err = parse("[simulation]\ngravity = \"down\"\n[domain]\nmin = [0, 0, 0]\nmax = [1, 1, 1]\n").expect_err("type");
+    let err =
+        parse("[simulation]\ngravity = \"down\"\n[domain]\nmin = [0, 0, 0]\nmax = [1, 1, 1]\n")
+            .expect_err("type");
     assert_eq!((err.line, err.column), (Some(2), Some(11)), "{err}");
 }
 
@@ -55,17 +60,31 @@ fn a_time_step_is_auto_or_seconds() {
     let fixed = parse(&format!("[simulation]\ntime_step = 1e-4\n{MINIMAL}")).expect("fixed");
     assert_eq!(fixed.simulation.time_step, TimeStep::Fixed(1e-4));
     let err = parse(&format!("[simulation]\ntime_step = \"fast\"\n{MINIMAL}")).expect_err("bad");
-    assert!(err.to_string().contains("\"auto\" or a time step in seconds"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("\"auto\" or a time step in seconds"),
+        "{err}"
+    );
     let err = parse(&format!("[simulation]\ntime_step = -1.0\n{MINIMAL}")).expect_err("negative");
-    assert!(err.to_string().contains("simulation.time_step: is -1"), "{err}");
+    assert!(
+        err.to_string().contains("simulation.time_step: is -1"),
+        "{err}"
+    );
 }
 
 #[test]
 fn particle_entries_need_exactly_one_origin() {
     let err = parse(&format!("{MINIMAL}[[particles]]\nvelocity = [0, 0, 0]\n")).expect_err("none");
     assert!(err.to_string().contains("needs `region`"), "{err}");
-    let err = parse(&format!("{MINIMAL}[[particles]]\nfile = \"a.csv\"\nspacing = 0.1\n")).expect_err("spacing");
-    assert!(err.to_string().contains("`spacing` applies to generated blocks"), "{err}");
+    let err = parse(&format!(
+        "{MINIMAL}[[particles]]\nfile = \"a.csv\"\nspacing = 0.1\n"
+    ))
+    .expect_err("spacing");
+    assert!(
+        err.to_string()
+            .contains("`spacing` applies to generated blocks"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -75,17 +94,29 @@ fn overlapping_lattices_and_exclusive_options_are_refused() {
     ))
     .expect_err("overlap");
     assert!(err.to_string().contains("would start overlapping"), "{err}");
-    let err = parse(&format!("{MINIMAL}[materials.x]\nrestitution = 0.5\ndamping = 1.0\n")).expect_err("both");
+    let err = parse(&format!(
+        "{MINIMAL}[materials.x]\nrestitution = 0.5\ndamping = 1.0\n"
+    ))
+    .expect_err("both");
     assert!(err.to_string().contains("not both"), "{err}");
-    let err = parse(&format!("{MINIMAL}[[bodies]]\nmesh = \"a.glb\"\nmass = 1\ndensity = 2\n")).expect_err("both");
+    let err = parse(&format!(
+        "{MINIMAL}[[bodies]]\nmesh = \"a.glb\"\nmass = 1\ndensity = 2\n"
+    ))
+    .expect_err("both");
     assert!(err.to_string().contains("not both"), "{err}");
 }
 
 #[test]
 fn regions_must_lie_in_the_domain() {
-    let err = parse(&format!("{MINIMAL}[[particles]]\nregion = {{ min = [0, 0, 0], max = [2, 1, 1] }}\n"))
-        .expect_err("outside");
-    assert!(err.to_string().contains("reaches outside the domain along x"), "{err}");
+    let err = parse(&format!(
+        "{MINIMAL}[[particles]]\nregion = {{ min = [0, 0, 0], max = [2, 1, 1] }}\n"
+    ))
+    .expect_err("outside");
+    assert!(
+        err.to_string()
+            .contains("reaches outside the domain along x"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -111,8 +142,13 @@ fn blocks_generate_a_deterministic_non_overlapping_lattice() {
         assert!((0.02..0.05).contains(&p.radius));
         assert_eq!(p.velocity, [1.0, 0.0, 0.0]);
         for q in &a[..i] {
-            let d2: f32 = (0..3).map(|k| (p.position[k] - q.position[k]).powi(2)).sum();
-            assert!(d2.sqrt() >= p.radius + q.radius - 1e-6, "overlap between {p:?} and {q:?}");
+            let d2: f32 = (0..3)
+                .map(|k| (p.position[k] - q.position[k]).powi(2))
+                .sum();
+            assert!(
+                d2.sqrt() >= p.radius + q.radius - 1e-6,
+                "overlap between {p:?} and {q:?}"
+            );
         }
         for k in 0..3 {
             assert!(p.position[k] - p.radius >= -1e-6 && p.position[k] + p.radius <= 0.5 + 1e-6);
@@ -126,7 +162,10 @@ fn count_caps_a_block() {
         "{MINIMAL}[[particles]]\nregion = {{ min = [0, 0, 0], max = [1, 1, 1] }}\ncount = 7\n"
     ))
     .expect("scene");
-    assert_eq!(scene.free_particles(Path::new(".")).expect("expand").len(), 7);
+    assert_eq!(
+        scene.free_particles(Path::new(".")).expect("expand").len(),
+        7
+    );
 }
 
 #[test]
@@ -137,8 +176,10 @@ fn csv_particle_files_load_with_header_comments_and_radii() {
         "# grains\nx,y,z,radius\n0.1, 0.2, 0.3, 0.01\n0.5,0.5,0.5,0.02 # big one\n\n",
     )
     .expect("write");
-    let scene = parse(&format!("{MINIMAL}[[particles]]\nfile = \"grains.csv\"\nvelocity = [0, -1, 0]\n"))
-        .expect("scene");
+    let scene = parse(&format!(
+        "{MINIMAL}[[particles]]\nfile = \"grains.csv\"\nvelocity = [0, -1, 0]\n"
+    ))
+    .expect("scene");
     let particles = scene.free_particles(dir.path()).expect("load");
     assert_eq!(particles.len(), 2);
     assert_eq!(particles[1].position, [0.5, 0.5, 0.5]);
@@ -153,13 +194,22 @@ fn bad_csv_lines_are_named() {
     for (text, expected) in [
         ("0,0,0\n1,2\n", "grains.csv:2: has 2 fields"),
         ("0,0,0\n0.5,nan,0.5\n", "grains.csv:2: NaN is not finite"),
-        ("0.1,0.1,0.1\n0.2,zero,0.2\n", "grains.csv:2: \"0.2,zero,0.2\" is not numbers"),
-        ("0.1,0.1,0.1,-1\n", "grains.csv:1: radius -1 must be greater than zero"),
+        (
+            "0.1,0.1,0.1\n0.2,zero,0.2\n",
+            "grains.csv:2: \"0.2,zero,0.2\" is not numbers",
+        ),
+        (
+            "0.1,0.1,0.1,-1\n",
+            "grains.csv:1: radius -1 must be greater than zero",
+        ),
         ("5,5,5\n", "lies outside the domain"),
     ] {
         std::fs::write(dir.path().join("grains.csv"), text).expect("write");
         let err = scene.free_particles(dir.path()).expect_err(text);
-        assert!(err.to_string().contains(expected), "{err} should contain {expected:?}");
+        assert!(
+            err.to_string().contains(expected),
+            "{err} should contain {expected:?}"
+        );
     }
     std::fs::remove_file(dir.path().join("grains.csv")).expect("rm");
     let err = scene.free_particles(dir.path()).expect_err("missing");
@@ -189,4 +239,18 @@ fn the_shipped_scenes_parse() {
         }
     }
     assert!(seen > 0, "no scenes in {}", dir.display());
+}
+
+/// The TOML examples in docs/scene-format.md parse, so the docs cannot drift.
+#[test]
+fn the_documented_examples_parse() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scene-format.md"))
+        .expect("docs/scene-format.md");
+    let mut blocks = 0;
+    for block in doc.split("```toml").skip(1) {
+        let text = block.split("```").next().expect("closed block");
+        Scene::parse(text, Path::new("docs/scene-format.md")).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        blocks += 1;
+    }
+    assert!(blocks > 0, "no ```toml examples in the docs");
 }

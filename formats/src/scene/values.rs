@@ -151,7 +151,10 @@ impl<'de> Deserialize<'de> for Radius {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Radius, A::Error> {
                 let r = RadiusRange::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Radius::Uniform { min: r.min, max: r.max })
+                Ok(Radius::Uniform {
+                    min: r.min,
+                    max: r.max,
+                })
             }
         }
         d.deserialize_any(V)

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use pellet_formats::assets::{
-    BakeSource, BakedBodyRef, BakedScene, BodyState, FREE_PARTICLE, FillMode, Manifest, ManifestEntry, OverlapTable,
-    ParticleBody, SamplingMethod, SimState,
+    BakeSource, BakedBodyRef, BakedScene, BodyState, FREE_PARTICLE, FillMode, Manifest,
+    ManifestEntry, OverlapTable, ParticleBody, SamplingMethod, SimState,
 };
 use pellet_formats::{AnyAsset, PodVec, Scene};
 
@@ -23,7 +23,11 @@ pub fn particle_body() -> ParticleBody {
         .iter()
         .map(|&i| {
             let (x, y, z) = (i % 3, (i / 3) % 2, i / 6);
-            [(x as f32 + 0.5) * voxel, (y as f32 + 0.5) * voxel, (z as f32 + 0.5) * voxel]
+            [
+                (x as f32 + 0.5) * voxel,
+                (y as f32 + 0.5) * voxel,
+                (z as f32 + 0.5) * voxel,
+            ]
         })
         .collect();
     let n = centres.len() as f32;
@@ -54,7 +58,12 @@ pub fn particle_body() -> ParticleBody {
         grid_origin: [0.0, 0.0, 0.0],
         grid_dims: dims,
         occupancy: PodVec(occupancy),
-        positions: PodVec(centres.iter().map(|c| std::array::from_fn(|a| c[a] - com[a])).collect()),
+        positions: PodVec(
+            centres
+                .iter()
+                .map(|c| std::array::from_fn(|a| c[a] - com[a]))
+                .collect(),
+        ),
         density,
         mass: m * n,
         centre_of_mass: com,
@@ -177,8 +186,14 @@ pub fn sim_state() -> SimState {
 /// One sample of every kind, with its golden file name.
 pub fn all() -> Vec<(&'static str, AnyAsset)> {
     vec![
-        ("particle_body.pellet", AnyAsset::ParticleBody(particle_body())),
-        ("overlap_table.pellet", AnyAsset::OverlapTable(overlap_table())),
+        (
+            "particle_body.pellet",
+            AnyAsset::ParticleBody(particle_body()),
+        ),
+        (
+            "overlap_table.pellet",
+            AnyAsset::OverlapTable(overlap_table()),
+        ),
         ("baked_scene.pellet", AnyAsset::BakedScene(baked_scene())),
         ("manifest.pellet", AnyAsset::Manifest(manifest())),
         ("sim_state.pellet", AnyAsset::SimState(sim_state())),

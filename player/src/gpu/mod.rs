@@ -78,7 +78,7 @@ impl AdapterReport {
             device_type: format!("{:?}", info.device_type),
             driver: info.driver,
             driver_info: info.driver_info,
-            max_storage_buffer_binding_size: u64::from(limits.max_storage_buffer_binding_size),
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
             max_buffer_size: limits.max_buffer_size,
             max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,

@@ -4,7 +4,11 @@ use crate::PlayerError;
 
 /// Copies `source` (which needs `COPY_SRC`) into a fresh staging buffer and
 /// returns its bytes. Blocks until the GPU is done.
-pub fn read_buffer(device: &wgpu::Device, queue: &wgpu::Queue, source: &wgpu::Buffer) -> Result<Vec<u8>, PlayerError> {
+pub fn read_buffer(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    source: &wgpu::Buffer,
+) -> Result<Vec<u8>, PlayerError> {
     let size = source.size();
     let staging = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("readback/staging"),

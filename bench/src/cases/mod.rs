@@ -1,0 +1,5 @@
+//! Benchmark groups. Each returns rows of Pellet against a peer on the same
+//! work, measured in the same run.
+
+pub mod formats;
+pub mod peers;

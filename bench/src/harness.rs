@@ -1,0 +1,78 @@
+//! Timing: run a closure repeatedly, keep every sample, report the median.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Timing samples of one measured side of a benchmark.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timing {
+    /// Median of the samples, seconds.
+    pub median_s: f64,
+    /// Fastest sample, seconds.
+    pub min_s: f64,
+    /// Slowest sample, seconds.
+    pub max_s: f64,
+    /// Number of samples.
+    pub samples: usize,
+}
+
+/// Runs `f` once to warm up, then `samples` times (at least 3), and
+/// returns the timing statistics.
+pub fn time<T>(samples: usize, mut f: impl FnMut() -> T) -> Timing {
+    std::hint::black_box(f());
+    let samples = samples.max(3);
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(f());
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    Timing {
+        median_s: times[samples / 2].as_secs_f64(),
+        min_s: times[0].as_secs_f64(),
+        max_s: times[samples - 1].as_secs_f64(),
+        samples,
+    }
+}
+
+/// One row of the results table: Pellet against a peer on the same work.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Benchmark group, e.g. `formats`.
+    pub group: &'static str,
+    /// What is measured.
+    pub name: String,
+    /// The work, e.g. `1 M particles (40 MB)`.
+    pub workload: String,
+    /// Pellet's timing.
+    pub pellet: Timing,
+    /// The peer's name, e.g. `rmp-serde per element`.
+    pub peer: String,
+    /// The peer's timing, if the peer is available here.
+    pub peer_timing: Option<Timing>,
+    /// Extra facts (sizes, throughput).
+    pub notes: String,
+}
+
+impl Row {
+    /// Peer median over Pellet median: above 1 means Pellet is faster.
+    pub fn speedup(&self) -> Option<f64> {
+        self.peer_timing
+            .as_ref()
+            .map(|p| p.median_s / self.pellet.median_s)
+    }
+}
+
+/// Formats seconds with a unit that keeps 3 significant figures readable.
+pub fn human_time(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
