@@ -8,7 +8,9 @@ use pellet_formats::assets::decode_any;
 
 fuzz_target!(|data: &[u8]| {
     // A small limit keeps each run fast and makes the size checks bite.
-    let limits = DecodeLimits { max_payload: 16 << 20 };
+    let limits = DecodeLimits {
+        max_payload: 16 << 20,
+    };
     if let Ok((header, asset)) = decode_any(data, &limits) {
         assert_eq!(header.kind, asset.kind());
     }
