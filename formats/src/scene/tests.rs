@@ -244,12 +244,15 @@ fn the_shipped_scenes_parse() {
 /// The TOML examples in docs/scene-format.md parse, so the docs cannot drift.
 #[test]
 fn the_documented_examples_parse() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scene-format.md"))
-        .expect("docs/scene-format.md");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scene-format.md"),
+    )
+    .expect("docs/scene-format.md");
     let mut blocks = 0;
     for block in doc.split("```toml").skip(1) {
         let text = block.split("```").next().expect("closed block");
-        Scene::parse(text, Path::new("docs/scene-format.md")).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        Scene::parse(text, Path::new("docs/scene-format.md"))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
         blocks += 1;
     }
     assert!(blocks > 0, "no ```toml examples in the docs");
