@@ -8,25 +8,9 @@ use pellet_formats::SceneError;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PlayerError {
-    /// No GPU adapter matched the request.
-    #[error(
-        "no GPU adapter found for backend {backend} (on Debian, `apt-get install mesa-vulkan-drivers libvulkan1` gives the lavapipe software Vulkan driver)"
-    )]
-    NoAdapter {
-        /// The requested backend.
-        backend: String,
-    },
-    /// The adapter refused to create a device.
-    #[error("the GPU adapter {adapter:?} refused to create a device: {message}")]
-    Device {
-        /// Adapter name.
-        adapter: String,
-        /// wgpu's message.
-        message: String,
-    },
-    /// Waiting for or reading back GPU work failed.
-    #[error("GPU readback failed: {0}")]
-    Readback(String),
+    /// GPU work failed.
+    #[error(transparent)]
+    Gpu(#[from] pellet_gpu::GpuError),
     /// A scene is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),

@@ -4,7 +4,7 @@
 //! GPU and renders them. The `player` binary is a thin shell over it.
 
 mod error;
-pub mod gpu;
 pub mod scene_info;
 
 pub use error::PlayerError;
+pub use pellet_gpu as gpu;

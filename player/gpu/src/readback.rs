@@ -1,6 +1,6 @@
 //! Copying GPU buffers back to the CPU.
 
-use crate::PlayerError;
+use crate::GpuError;
 
 /// Copies `source` (which needs `COPY_SRC`) into a fresh staging buffer and
 /// returns its bytes. Blocks until the GPU is done.
@@ -8,7 +8,7 @@ pub fn read_buffer(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     source: &wgpu::Buffer,
-) -> Result<Vec<u8>, PlayerError> {
+) -> Result<Vec<u8>, GpuError> {
     let size = source.size();
     let staging = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("readback/staging"),
@@ -28,13 +28,13 @@ pub fn read_buffer(
     });
     device
         .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| PlayerError::Readback(e.to_string()))?;
+        .map_err(|e| GpuError::Readback(e.to_string()))?;
     rx.recv()
-        .map_err(|e| PlayerError::Readback(e.to_string()))?
-        .map_err(|e| PlayerError::Readback(e.to_string()))?;
+        .map_err(|e| GpuError::Readback(e.to_string()))?
+        .map_err(|e| GpuError::Readback(e.to_string()))?;
     let bytes = slice
         .get_mapped_range()
-        .map_err(|e| PlayerError::Readback(e.to_string()))?
+        .map_err(|e| GpuError::Readback(e.to_string()))?
         .to_vec();
     staging.unmap();
     Ok(bytes)

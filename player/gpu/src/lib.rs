@@ -1,4 +1,8 @@
-//! GPU access: adapter choice, device creation and a report of what was chosen.
+//! # pellet-gpu
+//!
+//! The GPU context shared by Pellet's `bake` (voxelization) and `player`
+//! (simulation, rendering): adapter choice, device creation, a report of what
+//! was chosen, and readback.
 //!
 //! Pellet runs on any wgpu adapter. On a machine without a GPU it uses Mesa's
 //! lavapipe (software Vulkan), which CI uses too; `--backend gl` picks Mesa's
@@ -6,10 +10,12 @@
 
 use serde::Serialize;
 
-use crate::PlayerError;
-
+mod error;
 pub mod readback;
 pub mod selftest;
+
+pub use error::GpuError;
+pub use wgpu;
 
 /// Which wgpu backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -34,7 +40,8 @@ impl BackendChoice {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The lower-case name used on the command line.
+    pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
             Self::Vulkan => "vulkan",
@@ -128,11 +135,11 @@ fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
 impl Gpu {
     /// Chooses an adapter for `choice` and opens a device with the adapter's
     /// own limits (the simulation sizes its buffers to them).
-    pub fn new(choice: BackendChoice) -> Result<Self, PlayerError> {
+    pub fn new(choice: BackendChoice) -> Result<Self, GpuError> {
         pollster::block_on(Self::new_async(choice))
     }
 
-    async fn new_async(choice: BackendChoice) -> Result<Self, PlayerError> {
+    async fn new_async(choice: BackendChoice) -> Result<Self, GpuError> {
         // Try Vulkan before OpenGL: probing GL opens EGL, which is slow and
         // chatty on headless machines, and Vulkan is preferred anyway.
         let mut adapter = None;
@@ -149,7 +156,7 @@ impl Gpu {
                 break;
             }
         }
-        let adapter = adapter.ok_or_else(|| PlayerError::NoAdapter {
+        let adapter = adapter.ok_or_else(|| GpuError::NoAdapter {
             backend: choice.name().to_owned(),
         })?;
         let report = AdapterReport::new(&adapter);
@@ -165,7 +172,7 @@ impl Gpu {
                 ..Default::default()
             })
             .await
-            .map_err(|e| PlayerError::Device {
+            .map_err(|e| GpuError::Device {
                 adapter: report.name.clone(),
                 message: e.to_string(),
             })?;

@@ -2,7 +2,7 @@
 //! without a GPU, install Mesa's lavapipe (`apt-get install
 //! mesa-vulkan-drivers libvulkan1`), which `scripts/setup.sh` does.
 
-use pellet_player::gpu::{BackendChoice, Gpu, selftest};
+use pellet_gpu::{BackendChoice, Gpu, selftest};
 
 fn gpu(choice: BackendChoice) -> Gpu {
     Gpu::new(choice).unwrap_or_else(|e| panic!("GPU tests need an adapter: {e}"))

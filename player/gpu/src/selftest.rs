@@ -4,9 +4,9 @@
 use serde::Serialize;
 use wgpu::util::DeviceExt;
 
-use super::Gpu;
-use super::readback::read_buffer;
-use crate::PlayerError;
+use crate::Gpu;
+use crate::GpuError;
+use crate::readback::read_buffer;
 
 /// The WGSL source, validated offline by the shader tests.
 pub const SHADER: &str = include_str!("selftest.wgsl");
@@ -36,7 +36,7 @@ impl SelfTestReport {
 }
 
 /// Hashes `len` elements on the GPU and compares with [`hash_cpu`].
-pub fn run(gpu: &Gpu, len: u32, seed: u32) -> Result<SelfTestReport, PlayerError> {
+pub fn run(gpu: &Gpu, len: u32, seed: u32) -> Result<SelfTestReport, GpuError> {
     let device = &gpu.device;
     let input: Vec<u32> = (0..len).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     let params = [len, seed, 0, 0];
