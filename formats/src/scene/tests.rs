@@ -257,3 +257,42 @@ fn the_documented_examples_parse() {
     }
     assert!(blocks > 0, "no ```toml examples in the docs");
 }
+
+#[test]
+fn a_saved_simulation_state_is_a_particle_file() {
+    use crate::PodVec;
+    use crate::assets::{FREE_PARTICLE, SimState};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = SimState {
+        time: 2.0,
+        step: 10,
+        positions: PodVec(vec![[0.5, 0.5, 0.5], [0.2, 0.3, 0.4]]),
+        velocities: PodVec(vec![[0.0, -1.0, 0.0], [1.0, 0.0, 0.0]]),
+        angular_velocities: PodVec(vec![[0.0; 3]; 2]),
+        radii: PodVec(vec![0.01, 0.02]),
+        body_of_particle: PodVec(vec![FREE_PARTICLE; 2]),
+        bodies: PodVec(Vec::new()),
+    };
+    crate::io::write_asset(&dir.path().join("settled.pellet"), &state).expect("write");
+    let scene = parse(&format!(
+        "{MINIMAL}[[particles]]\nfile = \"settled.pellet\"\n"
+    ))
+    .expect("scene");
+    let particles = scene.free_particles(dir.path()).expect("load");
+    assert_eq!(particles.len(), 2);
+    assert_eq!(particles[1].position, [0.2, 0.3, 0.4]);
+    assert_eq!(
+        particles[1].velocity,
+        [1.0, 0.0, 0.0],
+        "velocities come from the state"
+    );
+    assert_eq!(particles[1].radius, 0.02);
+    // A corrupt state names the file and the problem.
+    std::fs::write(dir.path().join("settled.pellet"), b"junk").expect("write");
+    let err = scene.free_particles(dir.path()).expect_err("corrupt");
+    assert!(
+        err.to_string()
+            .contains("settled.pellet: not a Pellet file"),
+        "{err}"
+    );
+}
