@@ -3,7 +3,10 @@
 use thiserror::Error;
 
 use pellet_formats::SceneError;
-use pellet_formats::error::{ReadError, WriteError};
+use pellet_formats::error::{FileError, ReadError, WriteError};
+
+use crate::mesh::MeshError;
+use crate::voxel::GridError;
 
 /// Why a bake command failed. Each variant's message names the file.
 #[derive(Debug, Error)]
@@ -15,6 +18,15 @@ pub enum BakeError {
     /// A `.pellet` file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// A mesh could not be loaded.
+    #[error(transparent)]
+    Mesh(#[from] FileError<MeshError>),
+    /// The requested grid cannot be made for this mesh.
+    #[error("{0}")]
+    Grid(#[from] GridError),
+    /// GPU voxelization failed.
+    #[error(transparent)]
+    Gpu(#[from] pellet_gpu::GpuError),
     /// A scene file is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),

@@ -1,10 +1,12 @@
 //! # pellet-bake
 //!
-//! Pellet's asset processor. Today it inspects `.pellet` files; mesh
-//! voxelization, the neighbour-overlap table and scene baking build on it.
-//! The `bake` binary is a thin shell over this library.
+//! Pellet's asset processor: glTF meshes to rigid bodies made of particles
+//! (`mesh` -> `voxel` -> `pack`), and `.pellet` inspection. The `bake`
+//! binary is a thin shell over this library.
 
 mod error;
 pub mod inspect;
+pub mod mesh;
+pub mod voxel;
 
 pub use error::BakeError;
