@@ -7,6 +7,7 @@
 mod error;
 pub mod inspect;
 pub mod mesh;
+pub mod pack;
 pub mod voxel;
 
 pub use error::BakeError;

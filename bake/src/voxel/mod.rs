@@ -3,6 +3,7 @@
 //! by depth peeling or on the CPU by exact ray casting.
 
 pub mod cpu;
+pub mod gpu;
 pub mod grid;
 pub mod sat;
 

@@ -19,7 +19,7 @@ mod summary;
 pub use baked_scene::{BakedBodyRef, BakedScene};
 pub use manifest::{Manifest, ManifestEntry, is_object_hash};
 pub use overlap_table::{OverlapTable, SamplingMethod};
-pub use particle_body::{BakeSource, FillMode, MAX_GRID_SIDE, ParticleBody};
+pub use particle_body::{BakeReport, BakeSource, FillMode, MAX_GRID_SIDE, ParticleBody};
 pub use sim_state::{BodyState, FREE_PARTICLE, SimState};
 pub use summary::{Summary, SummaryValue, Widen};
 

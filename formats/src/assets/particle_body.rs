@@ -74,6 +74,50 @@ pub struct ParticleBody {
     pub centre_of_mass: [f32; 3],
     /// Inertia tensor about the centre of mass in body axes, kg m^2 (symmetric).
     pub inertia: [[f32; 3]; 3],
+    /// Per particle, the outward unit surface normal (body axes); empty in
+    /// files baked before normals existed.
+    #[serde(default)]
+    pub normals: PodVec<[f32; 3]>,
+    /// Per particle, the depth of its centre below the body's outer surface,
+    /// metres; empty in files baked before depths existed.
+    #[serde(default)]
+    pub depths: PodVec<f32>,
+    /// Principal moments of inertia, ascending, kg m^2.
+    #[serde(default)]
+    pub principal_moments: [f32; 3],
+    /// Principal axes (unit rows, body axes, right-handed), in the order of
+    /// `principal_moments`.
+    #[serde(default)]
+    pub principal_axes: [[f32; 3]; 3],
+    /// How the bake went.
+    #[serde(default)]
+    pub report: BakeReport,
+}
+
+/// What `bake mesh` observed while baking a body.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BakeReport {
+    /// `gpu` or `cpu`, and the adapter for GPU bakes.
+    #[serde(default)]
+    pub backend: String,
+    /// Triangles in the source mesh.
+    #[serde(default)]
+    pub triangles: u64,
+    /// Depth layers peeled (surface crossings of the deepest column) along x, y, z.
+    #[serde(default)]
+    pub layers: [u32; 3],
+    /// Voxels where the three axes' parity disagreed (0 for a closed mesh).
+    #[serde(default)]
+    pub disagreements: u64,
+    /// Mesh edges used by one triangle only (0 for a watertight mesh).
+    #[serde(default)]
+    pub open_edges: u64,
+    /// Mesh edges used by more than two triangles.
+    #[serde(default)]
+    pub non_manifold_edges: u64,
+    /// Wall-clock time of the bake, seconds.
+    #[serde(default)]
+    pub seconds: f64,
 }
 
 impl ParticleBody {
@@ -169,7 +213,36 @@ impl Asset for ParticleBody {
         validate::positive("density", f64::from(self.density))?;
         validate::positive("mass", f64::from(self.mass))?;
         validate::all_finite("centre_of_mass", &[self.centre_of_mass])?;
-        validate_inertia("inertia", &self.inertia)
+        validate_inertia("inertia", &self.inertia)?;
+        if !self.normals.is_empty() {
+            validate::length("normals", self.normals.len(), occupied, "one per particle")?;
+            validate::all_finite("normals", &self.normals)?;
+            if let Some(i) = self.normals.iter().position(|n| {
+                let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+                (len - 1.0).abs() > 1e-3
+            }) {
+                return Err(ValidationError::new(
+                    format!("normals[{i}]"),
+                    format_args!("{:?} is not a unit vector", self.normals[i]),
+                ));
+            }
+        }
+        if !self.depths.is_empty() {
+            validate::length("depths", self.depths.len(), occupied, "one per particle")?;
+            if let Some(i) = self
+                .depths
+                .iter()
+                .position(|d| !(d.is_finite() && *d >= 0.0))
+            {
+                return Err(ValidationError::new(
+                    format!("depths[{i}]"),
+                    format_args!("is {}, must be finite and not negative", self.depths[i]),
+                ));
+            }
+        }
+        validate::all_finite("principal_moments", &[self.principal_moments])?;
+        validate::all_finite("principal_axes", &self.principal_axes)?;
+        validate::non_negative("report.seconds", self.report.seconds)
     }
 
     fn summary(&self) -> Summary {
@@ -188,7 +261,17 @@ impl Asset for ParticleBody {
                 "inertia_diagonal_kg_m2",
                 &[self.inertia[0][0], self.inertia[1][1], self.inertia[2][2]],
             )
+            .list("principal_moments_kg_m2", &self.principal_moments)
             .text("source_mesh", &self.source.mesh)
+            .text("source_blake3", &self.source.mesh_hash)
+            .text("settings_blake3", &self.source.settings_hash)
+            .text("backend", &self.report.backend)
+            .int("triangles", self.report.triangles)
+            .list("layers_peeled_xyz", &self.report.layers)
+            .int("axis_disagreements", self.report.disagreements)
+            .int("open_edges", self.report.open_edges)
+            .int("non_manifold_edges", self.report.non_manifold_edges)
+            .float("bake_seconds", self.report.seconds)
     }
 }
 
