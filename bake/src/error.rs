@@ -27,6 +27,14 @@ pub enum BakeError {
     /// GPU voxelization failed.
     #[error(transparent)]
     Gpu(#[from] pellet_gpu::GpuError),
+    /// The voxelization set no voxel (the mesh is thinner than a voxel).
+    #[error("{}: no voxel centre lies inside the mesh at {dims:?} voxels; use a finer resolution or --mode shell", path.display())]
+    NoParticles {
+        /// The mesh.
+        path: std::path::PathBuf,
+        /// The grid used.
+        dims: [u32; 3],
+    },
     /// A scene file is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),

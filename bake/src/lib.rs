@@ -4,10 +4,13 @@
 //! (`mesh` -> `voxel` -> `pack`), and `.pellet` inspection. The `bake`
 //! binary is a thin shell over this library.
 
+pub mod bake_mesh;
 mod error;
 pub mod inspect;
 pub mod mesh;
 pub mod pack;
+pub mod preview;
+pub mod progress;
 pub mod voxel;
 
 pub use error::BakeError;

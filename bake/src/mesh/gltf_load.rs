@@ -122,14 +122,27 @@ pub enum MeshError {
 /// Loads every triangle primitive of the default scene (or the first scene),
 /// with node transforms applied, as one triangle soup.
 pub fn load_mesh(path: &Path) -> Result<TriMesh, MeshError> {
+    load_mesh_hashed(path).map(|(mesh, _)| mesh)
+}
+
+/// [`load_mesh`], plus the BLAKE3 (hex) of every byte it read: the file and
+/// any external buffer files, so an edit to either makes a bake stale.
+pub fn load_mesh_hashed(path: &Path) -> Result<(TriMesh, String), MeshError> {
     let size = std::fs::metadata(path)?.len();
     if size > MAX_FILE_BYTES {
         return Err(MeshError::TooLarge(size));
     }
     let bytes = std::fs::read(path)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&bytes);
     let gltf = gltf::Gltf::from_slice(&bytes).map_err(|e| MeshError::Gltf(e.to_string()))?;
     let folder = path.parent().unwrap_or(Path::new("."));
     let buffers = load_buffers(&gltf, folder)?;
+    for (buffer, data) in gltf.document.buffers().zip(&buffers) {
+        if matches!(buffer.source(), gltf::buffer::Source::Uri(_)) {
+            hasher.update(data);
+        }
+    }
     let scene = gltf
         .document
         .default_scene()
@@ -142,7 +155,7 @@ pub fn load_mesh(path: &Path) -> Result<TriMesh, MeshError> {
     if mesh.triangles.is_empty() {
         return Err(MeshError::Empty);
     }
-    Ok(mesh)
+    Ok((mesh, hasher.finalize().to_hex().to_string()))
 }
 
 fn load_buffers(gltf: &gltf::Gltf, folder: &Path) -> Result<Vec<Vec<u8>>, MeshError> {

@@ -7,7 +7,7 @@ pub mod export;
 mod gltf_load;
 pub mod shapes;
 
-pub use gltf_load::{MAX_TRIANGLES, MeshError, load_mesh};
+pub use gltf_load::{MAX_TRIANGLES, MeshError, load_mesh, load_mesh_hashed};
 
 /// A triangle soup in the mesh's own frame (metres), node transforms applied.
 #[derive(Debug, Clone, Default, PartialEq)]
