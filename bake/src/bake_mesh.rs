@@ -86,7 +86,9 @@ pub fn bake_mesh(
         mesh.scale(settings.scale);
     }
     let edges = mesh.edge_report();
-    let bounds = mesh.bounds().ok_or_else(|| FileError::new(path, crate::mesh::MeshError::Empty))?;
+    let bounds = mesh
+        .bounds()
+        .ok_or_else(|| FileError::new(path, crate::mesh::MeshError::Empty))?;
     let spec = GridSpec::fit(&bounds, settings.resolution)?;
     let [nx, ny, nz] = spec.dims;
     progress.stage(format!(

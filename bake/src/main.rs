@@ -23,6 +23,9 @@ use pellet_gpu::{BackendChoice, Gpu};
 #[derive(Debug, Parser)]
 #[command(name = "bake", version, about, long_about)]
 struct Cli {
+    /// Log more (repeat for more detail); logs go to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -125,6 +128,17 @@ enum Backend {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        2 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -156,7 +170,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for path in &files {
                     let (_, asset) = pellet_formats::io::read_any(path, &limits)?;
                     let AnyAsset::ParticleBody(body) = asset else {
-                        anyhow::bail!("{}: --points needs a particle body, this is a {}", path.display(), asset.kind());
+                        anyhow::bail!(
+                            "{}: --points needs a particle body, this is a {}",
+                            path.display(),
+                            asset.kind()
+                        );
                     };
                     for p in body.positions.iter() {
                         let c = body.centre_of_mass;
@@ -248,7 +266,8 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
     progress.stage(format!("writing {}", args.output.display()));
     pellet_formats::io::write_asset(&args.output, &baked.body)?;
     if let Some(png) = &args.preview {
-        pellet_bake::preview::write(&baked.body, png).with_context(|| format!("{}: cannot write the preview", png.display()))?;
+        pellet_bake::preview::write(&baked.body, png)
+            .with_context(|| format!("{}: cannot write the preview", png.display()))?;
     }
     progress.finish();
     let mut stdout = std::io::stdout().lock();
@@ -263,7 +282,10 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
         let closed = if r.open_edges == 0 && r.non_manifold_edges == 0 {
             "watertight".to_owned()
         } else {
-            format!("NOT watertight: {} open and {} non-manifold edges, {} voxels where the axes disagreed", r.open_edges, r.non_manifold_edges, r.disagreements)
+            format!(
+                "NOT watertight: {} open and {} non-manifold edges, {} voxels where the axes disagreed",
+                r.open_edges, r.non_manifold_edges, r.disagreements
+            )
         };
         writeln!(
             stdout,
@@ -276,7 +298,11 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
             r.layers.iter().max().copied().unwrap_or(0),
             r.layers,
             started.elapsed().as_secs_f64(),
-            if r.backend.starts_with("gpu") { "GPU" } else { "CPU" },
+            if r.backend.starts_with("gpu") {
+                "GPU"
+            } else {
+                "CPU"
+            },
         )?;
     }
     stdout.flush()?;

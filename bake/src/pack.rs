@@ -40,6 +40,7 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
     if centres.is_empty() {
         return None;
     }
+    tracing::debug!("pack: centres");
     let props = mass_properties(
         &centres,
         f64::from(spec.voxel_size),
@@ -50,7 +51,9 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
         .iter()
         .map(|c| std::array::from_fn(|a| (c[a] - com[a]) as f32))
         .collect();
+    tracing::debug!("pack: mass properties");
     let field = exterior_distance(grid, spec);
+    tracing::debug!("pack: distance field");
     let mut normals = Vec::with_capacity(positions.len());
     let mut depths = Vec::with_capacity(positions.len());
     for (k, i) in grid.iter_set().enumerate() {
@@ -70,6 +73,7 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
         let len = norm(n);
         normals.push(n.map(|x| (x / len) as f32));
     }
+    tracing::debug!("pack: normals");
     let to_f32 = |m: [[f64; 3]; 3]| m.map(|r| r.map(|x| x as f32));
     Some(ParticleBody {
         name: input.name.to_owned(),

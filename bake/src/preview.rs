@@ -33,7 +33,12 @@ pub fn render(body: &ParticleBody) -> RgbImage {
     let width = columns * (nx + gap) * scale + gap;
     let height = rows * (ny + gap) * scale + gap;
     let mut img = RgbImage::from_pixel(width, height, Rgb([70, 70, 78]));
-    let max_depth = body.depths.iter().copied().fold(0.0f32, f32::max).max(f32::MIN_POSITIVE);
+    let max_depth = body
+        .depths
+        .iter()
+        .copied()
+        .fold(0.0f32, f32::max)
+        .max(f32::MIN_POSITIVE);
     // Particle k is the k-th set bit: walk the bits in order.
     let mut particle = 0usize;
     for i in 0..(nx as usize * ny as usize * nz as usize) {

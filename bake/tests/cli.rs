@@ -161,3 +161,117 @@ fn usage_errors_exit_with_two() {
     let out = bake(&["frobnicate".as_ref()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn write_box_glb(dir: &Path) -> PathBuf {
+    let path = dir.join("box.glb");
+    let mesh = pellet_bake::mesh::shapes::cuboid([0.0; 3], [1.0, 0.5, 0.25]);
+    std::fs::write(&path, pellet_bake::mesh::export::to_glb(&mesh)).expect("write");
+    path
+}
+
+#[test]
+fn bake_mesh_writes_a_body_a_preview_and_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write_box_glb(dir.path());
+    let out = dir.path().join("box.pellet");
+    let png = dir.path().join("box.png");
+    for backend in ["gpu", "cpu"] {
+        let o = bake(&[
+            "mesh".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--voxel-size".as_ref(),
+            "0.05".as_ref(),
+            "--preview".as_ref(),
+            png.as_os_str(),
+            "--backend".as_ref(),
+            backend.as_ref(),
+            "--json".as_ref(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let summary = &json["summary"];
+        assert_eq!(summary["particles"], 1000, "{backend}");
+        assert_eq!(summary["grid_dims"], serde_json::json!([20.0, 10.0, 5.0]));
+        assert_eq!(
+            summary["layers_peeled_xyz"],
+            serde_json::json!([2.0, 2.0, 2.0])
+        );
+        assert_eq!(summary["open_edges"], 0);
+        assert!(
+            summary["backend"]
+                .as_str()
+                .expect("backend")
+                .starts_with(backend)
+        );
+        let image = std::fs::read(&png).expect("preview written");
+        assert_eq!(&image[1..4], b"PNG");
+    }
+    // --points: one line per particle, in the mesh's frame (inside the box).
+    let o = bake(&["inspect".as_ref(), out.as_os_str(), "--points".as_ref()]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    assert_eq!(text.lines().count(), 1000);
+    for line in text.lines() {
+        let v: Vec<f32> = line
+            .split(',')
+            .map(|x| x.parse().expect("number"))
+            .collect();
+        assert!(
+            v[0] > 0.0 && v[0] < 1.0 && v[1] > 0.0 && v[1] < 0.5 && v[2] > 0.0 && v[2] < 0.25,
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn bake_mesh_errors_are_one_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let junk = dir.path().join("junk.glb");
+    std::fs::write(&junk, b"glTF\x02\0\0\0garbage").expect("write");
+    let out = dir.path().join("junk.pellet");
+    let o = bake(&[
+        "mesh".as_ref(),
+        junk.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--resolution".as_ref(),
+        "8".as_ref(),
+        "--backend".as_ref(),
+        "cpu".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "bake: {}: not a valid glTF 2.0 file",
+            junk.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing written for a failed bake");
+    // Neither --voxel-size nor --resolution: a usage error.
+    let input = write_box_glb(dir.path());
+    let o = bake(&[
+        "mesh".as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = bake(&[
+        "mesh".as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--voxel-size=-1".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("voxel size must be a positive number"));
+}

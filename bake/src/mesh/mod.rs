@@ -10,6 +10,9 @@ pub mod shapes;
 pub use gltf_load::{MAX_TRIANGLES, MeshError, load_mesh, load_mesh_hashed};
 
 /// A triangle soup in the mesh's own frame (metres), node transforms applied.
+///
+/// Invariant: every index is below `positions.len()` and every coordinate is
+/// finite; [`load_mesh`] checks both, code that builds a mesh by hand keeps them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TriMesh {
     /// Vertex positions.
@@ -59,7 +62,7 @@ impl TriMesh {
             .triangles
             .iter()
             .flatten()
-            .map(|&i| self.positions[i as usize]);
+            .filter_map(|&i| self.positions.get(i as usize).copied());
         let first = it.next()?;
         let mut b = Bounds {
             min: first,

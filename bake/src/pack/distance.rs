@@ -19,17 +19,29 @@ impl DistanceField {
         f64::from(self.squared[c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])]).sqrt()
     }
 
-    /// Distance (voxels) at grid voxel `v` and its central-difference gradient.
+    /// Distance (voxels) at grid voxel `v` and its gradient, by a 3x3x3 Sobel
+    /// stencil: central differences smoothed across the other two axes, which
+    /// tames the staircase of a voxelized surface.
     pub fn at(&self, v: [u32; 3]) -> (f64, [f64; 3]) {
         let p = v.map(|x| x as isize + 1);
         let d = self.get(p);
-        let g = std::array::from_fn(|a| {
-            let mut lo = p;
-            let mut hi = p;
-            lo[a] -= 1;
-            hi[a] += 1;
-            0.5 * (self.get(hi) - self.get(lo))
-        });
+        const W: [f64; 3] = [1.0, 2.0, 1.0];
+        let mut g = [0.0; 3];
+        for (a, g) in g.iter_mut().enumerate() {
+            let (b, c) = ((a + 1) % 3, (a + 2) % 3);
+            for (i, wb) in W.iter().enumerate() {
+                for (j, wc) in W.iter().enumerate() {
+                    let mut q = p;
+                    q[b] += i as isize - 1;
+                    q[c] += j as isize - 1;
+                    let (mut lo, mut hi) = (q, q);
+                    lo[a] -= 1;
+                    hi[a] += 1;
+                    *g += wb * wc * (self.get(hi) - self.get(lo));
+                }
+            }
+            *g /= 32.0;
+        }
         (d, g)
     }
 }
@@ -39,64 +51,92 @@ impl DistanceField {
 pub fn exterior_distance(grid: &VoxelGrid, spec: &GridSpec) -> DistanceField {
     let dims = spec.dims.map(|d| d as usize + 2);
     let len = dims[0] * dims[1] * dims[2];
-    let at = |x: usize, y: usize, z: usize| x + dims[0] * (y + dims[1] * z);
-    let occupied = |x: usize, y: usize, z: usize| {
-        (1..dims[0] - 1).contains(&x)
-            && (1..dims[1] - 1).contains(&y)
-            && (1..dims[2] - 1).contains(&z)
-            && grid.get(spec.index([x as u32 - 1, y as u32 - 1, z as u32 - 1]))
-    };
-    // Flood the exterior from the padding.
-    let mut exterior = vec![false; len];
-    let mut stack = vec![[0usize, 0, 0]];
-    exterior[0] = true;
-    while let Some([x, y, z]) = stack.pop() {
-        let mut visit = |nx: usize, ny: usize, nz: usize| {
-            let i = at(nx, ny, nz);
-            if !exterior[i] && !occupied(nx, ny, nz) {
-                exterior[i] = true;
-                stack.push([nx, ny, nz]);
+    let strides = [1, dims[0], dims[0] * dims[1]];
+    // 0 = empty (not yet reached), 1 = occupied, 2 = exterior.
+    const EMPTY: u8 = 0;
+    const OCCUPIED: u8 = 1;
+    const EXTERIOR: u8 = 2;
+    let mut state = vec![EXTERIOR; len];
+    let [nx, ny, nz] = spec.dims.map(|d| d as usize);
+    let mut stack: Vec<usize> = Vec::new();
+    let mut i = 0;
+    for z in 0..nz {
+        for y in 0..ny {
+            let row = 1 + strides[1] * (y + 1) + strides[2] * (z + 1);
+            let border_row = y == 0 || y + 1 == ny || z == 0 || z + 1 == nz;
+            for x in 0..nx {
+                let p = row + x;
+                if grid.get(i) {
+                    state[p] = OCCUPIED;
+                } else if border_row || x == 0 || x + 1 == nx {
+                    // Empty and next to the padding: exterior, and a seed
+                    // of the flood. Only grid cells are ever pushed, so
+                    // their six neighbours are inside the padded array.
+                    stack.push(p);
+                } else {
+                    state[p] = EMPTY;
+                }
+                i += 1;
             }
-        };
-        if x > 0 {
-            visit(x - 1, y, z);
         }
-        if x + 1 < dims[0] {
-            visit(x + 1, y, z);
-        }
-        if y > 0 {
-            visit(x, y - 1, z);
-        }
-        if y + 1 < dims[1] {
-            visit(x, y + 1, z);
-        }
-        if z > 0 {
-            visit(x, y, z - 1);
-        }
-        if z + 1 < dims[2] {
-            visit(x, y, z + 1);
+    }
+    while let Some(p) = stack.pop() {
+        for s in strides {
+            for q in [p - s, p + s] {
+                if state[q] == EMPTY {
+                    state[q] = EXTERIOR;
+                    stack.push(q);
+                }
+            }
         }
     }
     const FAR: f32 = 1e20;
-    let mut squared: Vec<f32> = exterior
+    let mut squared: Vec<f32> = state
         .iter()
-        .map(|&e| if e { 0.0 } else { FAR })
+        .map(|&s| if s == EXTERIOR { 0.0 } else { FAR })
         .collect();
-    drop(exterior);
-    // One 1-D transform per axis.
-    let mut line = Vec::new();
-    let mut out = Vec::new();
+    drop(state);
+    // One 1-D transform per axis, lines split between two threads.
     for axis in 0..3 {
         let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
-        let stride = [1, dims[0], dims[0] * dims[1]];
-        for j in 0..dims[v] {
-            for i in 0..dims[u] {
-                let base = i * stride[u] + j * stride[v];
-                line.clear();
-                line.extend((0..dims[axis]).map(|k| squared[base + k * stride[axis]]));
-                transform_1d(&line, &mut out);
-                for (k, &d) in out.iter().enumerate() {
-                    squared[base + k * stride[axis]] = d;
+        let lines: Vec<usize> = (0..dims[v])
+            .flat_map(|j| (0..dims[u]).map(move |i| i * strides[u] + j * strides[v]))
+            .collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 8);
+        let chunk = lines.len().div_ceil(threads).max(1);
+        let field = &squared;
+        let results: Vec<Vec<f32>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = lines
+                .chunks(chunk)
+                .map(|bases| {
+                    scope.spawn(move || {
+                        let n = dims[axis];
+                        let mut scratch = Scratch::new(n);
+                        let mut out = Vec::with_capacity(bases.len() * n);
+                        let mut line = vec![0f32; n];
+                        for &base in bases {
+                            for (k, x) in line.iter_mut().enumerate() {
+                                *x = field[base + k * strides[axis]];
+                            }
+                            transform_1d(&line, &mut scratch);
+                            out.extend_from_slice(&scratch.out);
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("distance threads do not panic"))
+                .collect()
+        });
+        let n = dims[axis];
+        for (bases, values) in lines.chunks(chunk).zip(results) {
+            for (b, &base) in bases.iter().enumerate() {
+                for k in 0..n {
+                    squared[base + k * strides[axis]] = values[b * n + k];
                 }
             }
         }
@@ -104,17 +144,32 @@ pub fn exterior_distance(grid: &VoxelGrid, spec: &GridSpec) -> DistanceField {
     DistanceField { dims, squared }
 }
 
+/// Reusable buffers of the 1-D transform.
+struct Scratch {
+    v: Vec<usize>,
+    z: Vec<f64>,
+    out: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Self {
+        Self {
+            v: vec![0; n],
+            z: vec![0.0; n + 1],
+            out: vec![0.0; n],
+        }
+    }
+}
+
 /// Lower envelope of parabolas: `out[q] = min_p (q - p)^2 + f[p]`.
-fn transform_1d(f: &[f32], out: &mut Vec<f32>) {
+fn transform_1d(f: &[f32], scratch: &mut Scratch) {
     let n = f.len();
-    out.clear();
-    out.resize(n, 0.0);
-    let mut v = vec![0usize; n];
-    let mut z = vec![0f64; n + 1];
+    let Scratch { v, z, out } = scratch;
+    let f64_at = |q: usize| f64::from(f[q]);
     let mut k = 0usize;
+    v[0] = 0;
     z[0] = f64::NEG_INFINITY;
     z[1] = f64::INFINITY;
-    let f64_at = |q: usize| f64::from(f[q]);
     for q in 1..n {
         loop {
             let p = v[k];
@@ -125,7 +180,6 @@ fn transform_1d(f: &[f32], out: &mut Vec<f32>) {
                 continue;
             }
             if s <= z[k] {
-                // k == 0 and the new parabola dominates from the start.
                 v[0] = q;
                 z[0] = f64::NEG_INFINITY;
                 z[1] = f64::INFINITY;
@@ -139,7 +193,7 @@ fn transform_1d(f: &[f32], out: &mut Vec<f32>) {
         }
     }
     k = 0;
-    for (q, o) in out.iter_mut().enumerate() {
+    for (q, o) in out.iter_mut().enumerate().take(n) {
         while z[k + 1] < q as f64 {
             k += 1;
         }
@@ -157,8 +211,8 @@ mod tests {
     fn one_dimensional_transform_is_exact() {
         let far = 1e20f32;
         let f = [far, 0.0, far, far, far, 0.0, far];
-        let mut out = Vec::new();
-        transform_1d(&f, &mut out);
-        assert_eq!(out, vec![1.0, 0.0, 1.0, 4.0, 1.0, 0.0, 1.0]);
+        let mut scratch = Scratch::new(f.len());
+        transform_1d(&f, &mut scratch);
+        assert_eq!(scratch.out, vec![1.0, 0.0, 1.0, 4.0, 1.0, 0.0, 1.0]);
     }
 }
