@@ -42,6 +42,14 @@ fn main() -> anyhow::Result<()> {
     let wanted = |group: &str| cli.filter.as_deref().is_none_or(|f| group.contains(f));
 
     let mut rows = Vec::new();
+    if wanted("bake mesh") {
+        let resolutions: &[u32] = if cli.quick {
+            &[64, 128]
+        } else {
+            &[128, 256, 512]
+        };
+        rows.extend(cases::bake_mesh::run(resolutions, samples));
+    }
     if wanted("formats") {
         eprintln!("bench: formats ({particles} particles, {samples} samples)");
         rows.extend(cases::formats::run(particles, samples));

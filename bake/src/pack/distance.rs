@@ -4,43 +4,37 @@
 
 use crate::voxel::{GridSpec, VoxelGrid};
 
-/// Squared Euclidean distance, in voxels, from every voxel of a grid padded by
-/// one on each side to the nearest exterior voxel centre.
+/// Euclidean distance, in voxels, from every voxel of a grid padded by one on
+/// each side to the nearest exterior voxel centre.
 #[derive(Debug)]
 pub struct DistanceField {
     dims: [usize; 3],
-    squared: Vec<f32>,
+    distance: Vec<f32>,
 }
 
 impl DistanceField {
-    fn get(&self, p: [isize; 3]) -> f64 {
-        let c: [usize; 3] =
-            std::array::from_fn(|a| p[a].clamp(0, self.dims[a] as isize - 1) as usize);
-        f64::from(self.squared[c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])]).sqrt()
-    }
-
     /// Distance (voxels) at grid voxel `v` and its gradient, by a 3x3x3 Sobel
     /// stencil: central differences smoothed across the other two axes, which
-    /// tames the staircase of a voxelized surface.
+    /// tames the staircase of a voxelized surface. Grid voxels sit inside the
+    /// padding, so every stencil cell is in the array.
     pub fn at(&self, v: [u32; 3]) -> (f64, [f64; 3]) {
-        let p = v.map(|x| x as isize + 1);
-        let d = self.get(p);
-        const W: [f64; 3] = [1.0, 2.0, 1.0];
+        let strides = [1, self.dims[0], self.dims[0] * self.dims[1]];
+        let p = (v[0] as usize + 1)
+            + strides[1] * (v[1] as usize + 1)
+            + strides[2] * (v[2] as usize + 1);
+        let d = f64::from(self.distance[p]);
+        const W: [f32; 3] = [1.0, 2.0, 1.0];
         let mut g = [0.0; 3];
         for (a, g) in g.iter_mut().enumerate() {
-            let (b, c) = ((a + 1) % 3, (a + 2) % 3);
+            let (sa, sb, sc) = (strides[a], strides[(a + 1) % 3], strides[(a + 2) % 3]);
+            let mut sum = 0.0f32;
             for (i, wb) in W.iter().enumerate() {
                 for (j, wc) in W.iter().enumerate() {
-                    let mut q = p;
-                    q[b] += i as isize - 1;
-                    q[c] += j as isize - 1;
-                    let (mut lo, mut hi) = (q, q);
-                    lo[a] -= 1;
-                    hi[a] += 1;
-                    *g += wb * wc * (self.get(hi) - self.get(lo));
+                    let q = p + i * sb + j * sc - sb - sc;
+                    sum += wb * wc * (self.distance[q + sa] - self.distance[q - sa]);
                 }
             }
-            *g /= 32.0;
+            *g = f64::from(sum) / 32.0;
         }
         (d, g)
     }
@@ -141,7 +135,13 @@ pub fn exterior_distance(grid: &VoxelGrid, spec: &GridSpec) -> DistanceField {
             }
         }
     }
-    DistanceField { dims, squared }
+    for x in &mut squared {
+        *x = x.sqrt();
+    }
+    DistanceField {
+        dims,
+        distance: squared,
+    }
 }
 
 /// Reusable buffers of the 1-D transform.

@@ -1,5 +1,6 @@
 //! Benchmark groups. Each returns rows of Pellet against a peer on the same
 //! work, measured in the same run.
 
+pub mod bake_mesh;
 pub mod formats;
 pub mod peers;

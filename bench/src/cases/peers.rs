@@ -19,7 +19,7 @@ pub struct Peer {
 
 /// Every external peer the benchmark suite knows.
 pub fn detect() -> Vec<Peer> {
-    [("LIGGGHTS", "liggghts", "apt-get install liggghts")]
+    let mut peers: Vec<Peer> = [("LIGGGHTS", "liggghts", "apt-get install liggghts")]
         .into_iter()
         .map(|(name, program, install)| Peer {
             name,
@@ -27,7 +27,14 @@ pub fn detect() -> Vec<Peer> {
             version: version_of(program),
             install,
         })
-        .collect()
+        .collect();
+    peers.push(Peer {
+        name: "trimesh",
+        program: "python3",
+        version: python_module_version("trimesh"),
+        install: "pip install trimesh scipy",
+    });
+    peers
 }
 
 fn version_of(program: &str) -> Option<String> {
@@ -46,4 +53,17 @@ fn version_of(program: &str) -> Option<String> {
             .trim()
             .to_owned(),
     )
+}
+
+fn python_module_version(module: &str) -> Option<String> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            &format!("import {module}; print({module}.__version__)"),
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| format!("{module} {}", String::from_utf8_lossy(&out.stdout).trim()))
 }

@@ -261,7 +261,9 @@ impl Asset for ParticleBody {
                 "inertia_diagonal_kg_m2",
                 &[self.inertia[0][0], self.inertia[1][1], self.inertia[2][2]],
             )
+            .list("inertia_kg_m2", self.inertia.as_flattened())
             .list("principal_moments_kg_m2", &self.principal_moments)
+            .list("principal_axes_rows", self.principal_axes.as_flattened())
             .text("source_mesh", &self.source.mesh)
             .text("source_blake3", &self.source.mesh_hash)
             .text("settings_blake3", &self.source.settings_hash)
