@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The main command: sets up a fresh machine, builds Pellet in release mode,
-# shows the GPU it will use and what a scene holds.
+# shows the GPU it will use, bakes the Stanford bunny into a particle body
+# (with a preview PNG) and shows what a scene holds.
 # Usage: bash scripts/run.sh [scene.toml]   (default: assets/scenes/ballpit.toml)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export NODEVICE_SELECT=1
 scene="${1:-assets/scenes/ballpit.toml}"
+out=target/demo
+mkdir -p "$out"
 cargo build --release --locked -p pellet-player -p pellet-bake
 ./target/release/player gpu
+echo
+./target/release/bake mesh assets/meshes/bunny.glb -o "$out/bunny.pellet" --resolution 128 --preview "$out/bunny.png"
+echo "preview: $out/bunny.png"
 echo
 ./target/release/player info "$scene"
