@@ -25,7 +25,7 @@ use crate::mesh::TriMesh;
 /// Largest tile of columns peeled at once, per side.
 pub const TILE: u32 = 512;
 /// Peeling passes submitted between occlusion readbacks.
-const BATCH: u32 = 4;
+const BATCH: u32 = 8;
 /// Sentinel depth for "no surface" (cleared colour) and "before everything".
 const FAR: f64 = 1.0e30;
 
