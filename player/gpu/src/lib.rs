@@ -132,7 +132,38 @@ fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
     (device, backend)
 }
 
+/// `groups` workgroups laid out as a 2-D dispatch within the 65 535 limit per
+/// dimension; kernels recover the flat index as `gid.x + gid.y * groups.x * size`.
+pub fn dispatch_2d(groups: u32) -> [u32; 3] {
+    let x = groups.clamp(1, 65_535);
+    [x, groups.div_ceil(x).max(1), 1]
+}
+
 impl Gpu {
+    /// Records and submits one compute dispatch of `pipeline` with
+    /// `bind_group` at group 0. `label` names the encoder and the pass.
+    pub fn dispatch(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        bind_group: &wgpu::BindGroup,
+        workgroups: [u32; 3],
+    ) {
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+        }
+        self.queue.submit([encoder.finish()]);
+    }
+
     /// Chooses an adapter for `choice` and opens a device with the adapter's
     /// own limits (the simulation sizes its buffers to them).
     pub fn new(choice: BackendChoice) -> Result<Self, GpuError> {

@@ -86,19 +86,12 @@ pub fn run(gpu: &Gpu, len: u32, seed: u32) -> Result<SelfTestReport, GpuError> {
             },
         ],
     });
-    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-        label: Some("selftest"),
-    });
-    {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("selftest/hash_fill"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(len.div_ceil(WORKGROUP).max(1), 1, 1);
-    }
-    gpu.queue.submit([encoder.finish()]);
+    gpu.dispatch(
+        "selftest/hash_fill",
+        &pipeline,
+        &bind_group,
+        [len.div_ceil(WORKGROUP).max(1), 1, 1],
+    );
     let bytes = read_buffer(device, &gpu.queue, &output_buf)?;
     let output: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
     let mismatches = input

@@ -16,7 +16,7 @@
 
 use bytemuck::{Pod, Zeroable};
 use pellet_gpu::wgpu::util::DeviceExt;
-use pellet_gpu::{Gpu, GpuError, readback::read_buffer, wgpu};
+use pellet_gpu::{Gpu, GpuError, dispatch_2d, readback::read_buffer, wgpu};
 
 use super::grid::{GridSpec, VoxelGrid};
 use super::{SHELL_MARGIN, SolidVoxels};
@@ -126,12 +126,6 @@ fn compute_pipeline(
         compilation_options: Default::default(),
         cache: None,
     })
-}
-
-/// Splits `groups` workgroups into a 2-D dispatch within the 65 535 limit.
-fn dispatch_2d(groups: u32) -> (u32, u32) {
-    let x = groups.clamp(1, 65_535);
-    (x, groups.div_ceil(x).max(1))
 }
 
 fn entry(binding: u32, resource: wgpu::BindingResource<'_>) -> wgpu::BindGroupEntry<'_> {
@@ -338,20 +332,12 @@ impl GpuVoxelizer {
                 entry(5, counter.as_entire_binding()),
             ],
         });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("voxel/vote"),
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("voxel/vote"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.vote);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = dispatch_2d(words.div_ceil(64));
-            pass.dispatch_workgroups(x, y, 1);
-        }
-        self.gpu.queue.submit([encoder.finish()]);
+        self.gpu.dispatch(
+            "voxel/vote",
+            &self.vote,
+            &bind,
+            dispatch_2d(words.div_ceil(64)),
+        );
         let grid_bytes = read_buffer(device, &self.gpu.queue, &grid_buf)?;
         let counter_bytes = read_buffer(device, &self.gpu.queue, &counter)?;
         let mut grid = VoxelGrid::empty(spec.dims);
@@ -658,19 +644,12 @@ impl GpuVoxelizer {
                 entry(2, bits.as_entire_binding()),
             ],
         });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("voxel/parity"),
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("voxel/parity"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.parity);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(tile.w.div_ceil(8), tile.h.div_ceil(8), 1);
-        }
-        queue.submit([encoder.finish()]);
+        self.gpu.dispatch(
+            "voxel/parity",
+            &self.parity,
+            &bind,
+            [tile.w.div_ceil(8), tile.h.div_ceil(8), 1],
+        );
         Ok(peeled)
     }
 
@@ -730,20 +709,12 @@ impl GpuVoxelizer {
                 entry(3, grid_buf.as_entire_binding()),
             ],
         });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("voxel/shell"),
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("voxel/shell"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.shell);
-            pass.set_bind_group(0, &bind, &[]);
-            let (x, y) = dispatch_2d((mesh.triangles.len() as u32).div_ceil(64));
-            pass.dispatch_workgroups(x, y, 1);
-        }
-        self.gpu.queue.submit([encoder.finish()]);
+        self.gpu.dispatch(
+            "voxel/shell",
+            &self.shell,
+            &bind,
+            dispatch_2d((mesh.triangles.len() as u32).div_ceil(64)),
+        );
         let bytes = read_buffer(device, &self.gpu.queue, &grid_buf)?;
         let mut grid = VoxelGrid::empty(spec.dims);
         let read: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
