@@ -264,7 +264,8 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
         }
     };
     progress.stage(format!("writing {}", args.output.display()));
-    pellet_formats::io::write_asset(&args.output, &baked.body)?;
+    let bytes = pellet_formats::io::write_asset(&args.output, &baked.body)?;
+    tracing::debug!(bytes = bytes.len(), "written");
     if let Some(png) = &args.preview {
         pellet_bake::preview::write(&baked.body, png)
             .with_context(|| format!("{}: cannot write the preview", png.display()))?;

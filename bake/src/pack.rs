@@ -54,25 +54,33 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
     tracing::debug!("pack: mass properties");
     let field = exterior_distance(grid, spec);
     tracing::debug!("pack: distance field");
-    let mut normals = Vec::with_capacity(positions.len());
-    let mut depths = Vec::with_capacity(positions.len());
-    for (k, i) in grid.iter_set().enumerate() {
-        let v = unindex(spec, i);
-        let (depth_voxels, gradient) = field.at(v);
-        depths.push(((depth_voxels - 0.5).max(0.0) * f64::from(spec.voxel_size)) as f32);
-        // Outward = towards the exterior = down the distance gradient. Where
-        // the field is flat (thin or symmetric spots), point away from the
-        // centre of mass, or up when the particle sits on it.
-        let mut n = gradient.map(|g| -g);
-        if norm(n) < 1e-9 {
-            n = std::array::from_fn(|a| f64::from(positions[k][a]));
-        }
-        if norm(n) < 1e-9 {
-            n = [0.0, 1.0, 0.0];
-        }
-        let len = norm(n);
-        normals.push(n.map(|x| (x / len) as f32));
-    }
+    // Depth and outward normal per particle, split across the cores.
+    let voxels: Vec<usize> = grid.iter_set().collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 8);
+    let chunk = voxels.len().div_ceil(threads).max(1);
+    let per_thread: Vec<Vec<([f32; 3], f32)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = voxels
+            .chunks(chunk)
+            .zip(positions.chunks(chunk))
+            .map(|(voxels, positions)| {
+                let field = &field;
+                scope.spawn(move || {
+                    voxels
+                        .iter()
+                        .zip(positions)
+                        .map(|(&i, p)| surface_frame(field, spec, unindex(spec, i), *p))
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("packing threads do not panic"))
+            .collect()
+    });
+    let (normals, depths): (Vec<[f32; 3]>, Vec<f32>) = per_thread.into_iter().flatten().unzip();
     tracing::debug!("pack: normals");
     let to_f32 = |m: [[f64; 3]; 3]| m.map(|r| r.map(|x| x as f32));
     Some(ParticleBody {
@@ -94,6 +102,30 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
         principal_axes: to_f32(props.principal_axes),
         report: input.report,
     })
+}
+
+/// Outward unit normal and depth below the surface (metres) of the particle
+/// at voxel `v`, whose body-frame position is `position`.
+fn surface_frame(
+    field: &distance::DistanceField,
+    spec: &GridSpec,
+    v: [u32; 3],
+    position: [f32; 3],
+) -> ([f32; 3], f32) {
+    let (depth_voxels, gradient) = field.at(v);
+    let depth = ((depth_voxels - 0.5).max(0.0) * f64::from(spec.voxel_size)) as f32;
+    // Outward = towards the exterior = down the distance gradient. Where the
+    // field is flat (thin or symmetric spots), point away from the centre of
+    // mass, or up when the particle sits on it.
+    let mut n = gradient.map(|g| -g);
+    if norm(n) < 1e-9 {
+        n = position.map(f64::from);
+    }
+    if norm(n) < 1e-9 {
+        n = [0.0, 1.0, 0.0];
+    }
+    let len = norm(n);
+    (n.map(|x| (x / len) as f32), depth)
 }
 
 fn norm(v: [f64; 3]) -> f64 {
