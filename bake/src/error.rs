@@ -35,6 +35,9 @@ pub enum BakeError {
         /// The grid used.
         dims: [u32; 3],
     },
+    /// The table settings are invalid.
+    #[error("{0}")]
+    Table(#[from] crate::table::TableError),
     /// A scene file is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),

@@ -8,7 +8,7 @@ use serde::Serialize;
 use pellet_formats::assets::Summary;
 use pellet_formats::container::HEADER_LEN;
 use pellet_formats::io::read_any;
-use pellet_formats::{AssetKind, DecodeLimits, Header};
+use pellet_formats::{AnyAsset, AssetKind, DecodeLimits, Header};
 
 use crate::BakeError;
 
@@ -21,6 +21,22 @@ pub struct Inspection {
     pub header: HeaderReport,
     /// Kind-specific facts.
     pub summary: Summary,
+    /// For neighbour-overlap tables: every stored entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<TableEntry>>,
+}
+
+/// One stored entry of a neighbour-overlap table.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableEntry {
+    /// Ratio eps / l.
+    pub ratio: f32,
+    /// Canonical offset (0 <= dx <= dy <= dz).
+    pub offset: [i8; 3],
+    /// Mean overlap, cell volumes.
+    pub value: f32,
+    /// Standard error.
+    pub stderr: f32,
 }
 
 /// The header fields, in JSON-friendly form.
@@ -65,10 +81,31 @@ impl HeaderReport {
 /// Reads, verifies and summarizes `path` (any asset kind).
 pub fn inspect(path: &Path, limits: &DecodeLimits) -> Result<Inspection, BakeError> {
     let (header, asset) = read_any(path, limits)?;
+    let entries = match &asset {
+        AnyAsset::OverlapTable(t) => Some(
+            t.ratios
+                .iter()
+                .enumerate()
+                .flat_map(|(r, &ratio)| {
+                    t.offsets.iter().enumerate().map(move |(o, &offset)| {
+                        let i = r * t.offsets.len() + o;
+                        TableEntry {
+                            ratio,
+                            offset,
+                            value: t.values[i],
+                            stderr: t.stderr[i],
+                        }
+                    })
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
     Ok(Inspection {
         path: path.to_path_buf(),
         header: HeaderReport::new(&header),
         summary: asset.summary(),
+        entries,
     })
 }
 

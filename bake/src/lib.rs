@@ -11,6 +11,7 @@ pub mod mesh;
 pub mod pack;
 pub mod preview;
 pub mod progress;
+pub mod table;
 pub mod voxel;
 
 pub use error::BakeError;

@@ -49,6 +49,17 @@ enum Command {
     ///
     /// Example: bake mesh assets/meshes/bunny.glb -o bunny.pellet --resolution 128 --preview bunny.png
     Mesh(MeshArgs),
+    /// Bake the neighbour-overlap table used to predict neighbour counts.
+    ///
+    /// For search radius eps and grid cells of length l, entry E(Cq, Cj) is
+    /// the average, over positions uniform in cell Cq, of the volume of the
+    /// search sphere that lies in cell Cj, in cell volumes, for every cell
+    /// offset the sphere can reach ({-1,0,1}^3 up to eps/l = 1, {-2..2}^3 up
+    /// to 2). Stored reduced by symmetry, with a standard error per entry,
+    /// at evenly spaced ratios eps/l; lookups interpolate between them.
+    ///
+    /// Example: bake table -o table.pellet && bake inspect table.pellet --ratio 1.0
+    Table(TableArgs),
     /// Print the header and a summary of `.pellet` files.
     ///
     /// Verifies each file completely (header, size limits, decompression,
@@ -63,6 +74,10 @@ enum Command {
         /// Print JSON (one object per file; an array for several files).
         #[arg(long)]
         json: bool,
+        /// For a neighbour-overlap table: print the table interpolated at
+        /// this ratio eps/l as CSV `dx,dy,dz,value,stderr`, every offset.
+        #[arg(long, value_name = "R", conflicts_with_all = ["json", "points"])]
+        ratio: Option<f64>,
         /// Print a particle body's particle centres in the mesh's own frame,
         /// one `x,y,z` line each (metres), instead of the summary.
         #[arg(long, conflicts_with = "json")]
@@ -114,6 +129,40 @@ struct MeshArgs {
     json: bool,
 }
 
+#[derive(Debug, Args)]
+struct TableArgs {
+    /// Where to write the table (`.pellet`).
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// Smallest ratio eps / l.
+    #[arg(long, default_value_t = 0.1)]
+    ratio_min: f64,
+    /// Largest ratio eps / l (at most 2).
+    #[arg(long, default_value_t = 2.0)]
+    ratio_max: f64,
+    /// Ratios tabulated, evenly spaced.
+    #[arg(long, default_value_t = 64)]
+    ratios: u32,
+    /// Samples per entry.
+    #[arg(long, default_value_t = 1_000_000)]
+    samples: u64,
+    /// Seed of the sampler.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Seeded Monte Carlo, or a randomly shifted Sobol sequence.
+    #[arg(long, value_enum, default_value_t = Method::Montecarlo)]
+    method: Method,
+    /// No summary line.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Method {
+    Montecarlo,
+    Sobol,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Mode {
     Solid,
@@ -154,9 +203,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mesh(args) => mesh(args),
+        Command::Table(args) => table(args),
         Command::Inspect {
             files,
             json,
+            ratio,
             points,
             max_payload_mib,
         } => {
@@ -166,6 +217,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut stdout = std::io::stdout().lock();
             let mut reports = Vec::new();
             let mut failed = false;
+            if let Some(r) = ratio {
+                for path in &files {
+                    let (_, asset) = pellet_formats::io::read_any(path, &limits)?;
+                    let AnyAsset::OverlapTable(table) = asset else {
+                        anyhow::bail!(
+                            "{}: --ratio needs a neighbour-overlap table, this is a {}",
+                            path.display(),
+                            asset.kind()
+                        );
+                    };
+                    let at = table
+                        .at(r)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    writeln!(stdout, "dx,dy,dz,value,stderr")?;
+                    let reach = at.reach;
+                    for dz in -reach..=reach {
+                        for dy in -reach..=reach {
+                            for dx in -reach..=reach {
+                                let i = at.index([dx, dy, dz]);
+                                writeln!(
+                                    stdout,
+                                    "{dx},{dy},{dz},{},{}",
+                                    at.values[i], at.stderr[i]
+                                )?;
+                            }
+                        }
+                    }
+                }
+                stdout.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
             if points {
                 for path in &files {
                     let (_, asset) = pellet_formats::io::read_any(path, &limits)?;
@@ -307,6 +389,47 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(args: TableArgs) -> anyhow::Result<ExitCode> {
+    let settings = pellet_bake::table::TableSettings {
+        ratio_min: args.ratio_min,
+        ratio_max: args.ratio_max,
+        ratios: args.ratios,
+        samples: args.samples,
+        seed: args.seed,
+        method: match args.method {
+            Method::Montecarlo => pellet_formats::assets::SamplingMethod::MonteCarlo,
+            Method::Sobol => pellet_formats::assets::SamplingMethod::Sobol,
+        },
+    };
+    let started = std::time::Instant::now();
+    let progress = Progress::new(!args.quiet);
+    progress.stage(format!(
+        "integrating {} ratios x {} samples ({})",
+        settings.ratios,
+        settings.samples,
+        settings.method.name()
+    ));
+    let table = pellet_bake::table::bake_table(&settings);
+    progress.finish();
+    let table = table?;
+    pellet_formats::io::write_asset(&args.output, &table)?;
+    if !args.quiet {
+        let worst = table.stderr.iter().copied().fold(0.0f32, f32::max);
+        println!(
+            "{}: {} ratios {}..{}, {} canonical offsets, {} samples each ({}), largest standard error {worst:.2e} cell volumes, {:.2} s",
+            args.output.display(),
+            table.ratios.len(),
+            args.ratio_min,
+            args.ratio_max,
+            table.offsets.len(),
+            table.samples,
+            table.method.name(),
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

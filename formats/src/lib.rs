@@ -19,6 +19,7 @@ pub mod assets;
 pub mod blob;
 pub mod container;
 pub mod error;
+pub mod estimate;
 pub mod io;
 pub mod scene;
 pub(crate) mod validate;
