@@ -196,6 +196,9 @@ fn estimate(batches: &[Vec<[f64; 2]>], o: [i8; 3], r: f64) -> (f64, f64) {
     (mean, (var / means.len() as f64).sqrt())
 }
 
+/// One ratio's index and its `(value, stderr)` per canonical offset.
+type RatioEntries = (usize, Vec<(f64, f64)>);
+
 /// Bakes the table, using every core.
 pub fn bake_table(settings: &TableSettings) -> Result<OverlapTable, TableError> {
     let (min, max) = (settings.ratio_min, settings.ratio_max);
@@ -227,7 +230,7 @@ pub fn bake_table(settings: &TableSettings) -> Result<OverlapTable, TableError> 
         .map_or(1, usize::from)
         .clamp(1, 16);
     // Ratios are dealt round-robin so each thread gets small and large ones.
-    let results: Vec<Vec<(usize, Vec<(f64, f64)>)>> = std::thread::scope(|scope| {
+    let results: Vec<Vec<RatioEntries>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let (batches, ratios, offsets) = (&batches, &ratios, &offsets);
