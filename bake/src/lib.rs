@@ -12,6 +12,7 @@ pub mod pack;
 pub mod preview;
 pub mod progress;
 pub mod table;
+pub mod table_validation;
 pub mod voxel;
 
 pub use error::BakeError;

@@ -60,6 +60,32 @@ enum Command {
     ///
     /// Example: bake table -o table.pellet && bake inspect table.pellet --ratio 1.0
     Table(TableArgs),
+    /// Check a neighbour-overlap table's predictions against exact counts.
+    ///
+    /// Generates particle distributions (uniform, a packed conical pile, a
+    /// tall packed column, Gaussian clusters) on a grid of unit cells, and
+    /// for each ratio compares the model's expected neighbours per occupied
+    /// cell with the exact mean number of neighbours within eps of that
+    /// cell's particles: Pearson correlation and RMSE. Prints a Markdown
+    /// table (or JSON); docs/neighbour-model.md holds a run.
+    ///
+    /// Example: bake validate-table table.pellet --particles 1000000
+    ValidateTable {
+        /// The table to check.
+        table: PathBuf,
+        /// Particles per distribution.
+        #[arg(long, default_value_t = 1_000_000)]
+        particles: usize,
+        /// Ratios eps / l to check, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [0.5, 1.0, 1.5, 2.0])]
+        ratios: Vec<f64>,
+        /// Seed of the distributions.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the header and a summary of `.pellet` files.
     ///
     /// Verifies each file completely (header, size limits, decompression,
@@ -204,6 +230,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mesh(args) => mesh(args),
         Command::Table(args) => table(args),
+        Command::ValidateTable {
+            table,
+            particles,
+            ratios,
+            seed,
+            json,
+        } => validate_table(&table, particles, &ratios, seed, json),
         Command::Inspect {
             files,
             json,
@@ -429,6 +462,63 @@ fn table(args: TableArgs) -> anyhow::Result<ExitCode> {
             table.method.name(),
             started.elapsed().as_secs_f64()
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate_table(
+    path: &std::path::Path,
+    particles: usize,
+    ratios: &[f64],
+    seed: u64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    use pellet_bake::table_validation::{Distribution, validate};
+    let table: pellet_formats::assets::OverlapTable =
+        pellet_formats::io::read_asset(path, &DecodeLimits::default())?;
+    let progress = Progress::new(true);
+    let mut rows = Vec::new();
+    for d in Distribution::ALL {
+        progress.stage(format!("{}: {particles} particles", d.name()));
+        let r = validate(&table, d, particles, ratios, seed)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+        match r {
+            Ok(r) => rows.extend(r),
+            Err(e) => {
+                progress.finish();
+                return Err(e);
+            }
+        }
+    }
+    progress.finish();
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut stdout, &rows)?;
+        writeln!(stdout)?;
+    } else {
+        writeln!(
+            stdout,
+            "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE |"
+        )?;
+        writeln!(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+        for r in &rows {
+            writeln!(
+                stdout,
+                "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} |",
+                r.distribution.name(),
+                r.particles,
+                r.ratio,
+                r.cells,
+                r.max_cell_count,
+                r.mean_neighbours,
+                r.correlation,
+                r.rmse,
+                100.0 * r.relative_rmse,
+                r.refine,
+                r.refined_correlation,
+                r.refined_rmse
+            )?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -275,3 +275,67 @@ fn bake_mesh_errors_are_one_line() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("voxel size must be a positive number"));
 }
+
+#[test]
+fn bake_table_then_inspect_at_a_ratio_and_as_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("table.pellet");
+    let o = bake(&[
+        "table".as_ref(),
+        "-o".as_ref(),
+        table.as_os_str(),
+        "--ratios".as_ref(),
+        "8".as_ref(),
+        "--samples".as_ref(),
+        "20000".as_ref(),
+        "--method".as_ref(),
+        "sobol".as_ref(),
+        "--quiet".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Every offset of {-2..2}^3 at one ratio, as CSV, summing to the sphere.
+    let o = bake(&[
+        "inspect".as_ref(),
+        table.as_os_str(),
+        "--ratio".as_ref(),
+        "1.0".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("dx,dy,dz,value,stderr"));
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|x| x.parse().expect("number")).collect())
+        .collect();
+    assert_eq!(rows.len(), 125);
+    let sum: f64 = rows.iter().map(|r| r[3]).sum();
+    assert!(
+        (sum - 4.0 / 3.0 * std::f64::consts::PI).abs() < 0.01,
+        "{sum}"
+    );
+    // JSON: every stored entry.
+    let o = bake(&["inspect".as_ref(), table.as_os_str(), "--json".as_ref()]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(json["entries"].as_array().map(Vec::len), Some(8 * 10));
+    // Out of range: one line, exit 1.
+    let o = bake(&[
+        "inspect".as_ref(),
+        table.as_os_str(),
+        "--ratio".as_ref(),
+        "2.5".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("outside the table's range"));
+    // A corrupt table: one line naming the file.
+    let mut bytes = std::fs::read(&table).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&table, &bytes).expect("write");
+    let o = bake(&[
+        "inspect".as_ref(),
+        table.as_os_str(),
+        "--ratio".as_ref(),
+        "1.0".as_ref(),
+    ]);
+    assert_one_line_error(&o, &table);
+}

@@ -169,3 +169,25 @@ fn monte_carlo_and_sobol_agree() {
         "Sobol converges faster"
     );
 }
+
+#[test]
+fn the_model_tracks_exact_counts_on_clustered_particles() {
+    use pellet_bake::table_validation::{Distribution, validate};
+    let table = bake_table(&TableSettings {
+        ratios: 20,
+        ..small(SamplingMethod::Sobol)
+    })
+    .expect("bake");
+    let rows = validate(&table, Distribution::Clusters, 200_000, &[1.0], 4).expect("validate");
+    for r in &rows {
+        assert!(r.correlation > 0.95, "{r:?}");
+        assert!(
+            r.refined_correlation >= r.correlation - 1e-3,
+            "refinement should not hurt: {r:?}"
+        );
+    }
+    let uniform = validate(&table, Distribution::Uniform, 30_000, &[1.0], 4).expect("validate");
+    // On uniform particles the model is unbiased: mean estimate close to the mean count.
+    let r = &uniform[0];
+    assert!(r.rmse < 0.2 * r.mean_neighbours, "{r:?}");
+}

@@ -1,0 +1,394 @@
+//! Rerunnable validation of the expected-neighbour model: on particle
+//! distributions of a million particles or more, compare the model's
+//! expected neighbours per grid cell with the exact mean count of neighbours
+//! within eps of the particles in that cell (Pearson correlation and RMSE,
+//! over occupied cells). `bake validate-table` runs it; docs/neighbour-model.md
+//! records the results.
+
+use pellet_formats::assets::OverlapTable;
+use pellet_formats::estimate::{CellCounts, RatioOutOfRange, expected_neighbours};
+use pellet_formats::scene::Rng;
+use serde::Serialize;
+
+/// A test distribution, in units of the grid cell length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Distribution {
+    /// Uniform random in a cube, 10 particles per cell on average.
+    Uniform,
+    /// A conical heap of densely packed grains (jittered lattice, ~11 per cell).
+    Pile,
+    /// A tall packed column, 4 times higher than wide (a dam-break start).
+    Column,
+    /// Gaussian clusters of different widths: very dense cores, empty space between.
+    Clusters,
+}
+
+impl Distribution {
+    /// All four.
+    pub const ALL: [Distribution; 4] = [Self::Uniform, Self::Pile, Self::Column, Self::Clusters];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uniform => "uniform",
+            Self::Pile => "pile",
+            Self::Column => "column",
+            Self::Clusters => "clusters",
+        }
+    }
+
+    /// `n` particle positions (cell units, all non-negative), deterministic in `seed`.
+    pub fn generate(self, n: usize, seed: u64) -> Vec<[f64; 3]> {
+        let mut rng = Rng::new(seed);
+        let mut u = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        match self {
+            Self::Uniform => {
+                let side = (n as f64 / 10.0).cbrt();
+                (0..n)
+                    .map(|_| [u() * side, u() * side, u() * side])
+                    .collect()
+            }
+            Self::Pile | Self::Column => {
+                // Jittered lattice at spacing 0.45 (about 11 per cell) inside a
+                // cone of slope 1 (pile) or a 1 x 4 x 1 box (column), grown
+                // until it holds n particles.
+                let s = 0.45;
+                let mut size = 4.0f64;
+                loop {
+                    let inside = |p: [f64; 3]| match self {
+                        Self::Pile => {
+                            let (dx, dz) = (p[0] - size, p[2] - size);
+                            p[1] <= size - (dx * dx + dz * dz).sqrt()
+                        }
+                        _ => p[0] <= size && p[2] <= size && p[1] <= 4.0 * size,
+                    };
+                    let extent = if self == Self::Pile {
+                        [2.0 * size, size, 2.0 * size]
+                    } else {
+                        [size, 4.0 * size, size]
+                    };
+                    let counts = extent.map(|e| (e / s) as usize + 1);
+                    let mut out = Vec::new();
+                    'fill: for k in 0..counts[1] {
+                        for j in 0..counts[2] {
+                            for i in 0..counts[0] {
+                                let p = [
+                                    (i as f64 + 0.5 + 0.3 * (u() - 0.5)) * s,
+                                    (k as f64 + 0.5 + 0.3 * (u() - 0.5)) * s,
+                                    (j as f64 + 0.5 + 0.3 * (u() - 0.5)) * s,
+                                ];
+                                if inside(p) {
+                                    out.push(p);
+                                    if out.len() == n {
+                                        break 'fill;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    if out.len() == n {
+                        return out;
+                    }
+                    size *= 1.15;
+                }
+            }
+            Self::Clusters => {
+                let clusters = 12;
+                let side = 60.0;
+                let centres: Vec<([f64; 3], f64)> = (0..clusters)
+                    .map(|_| {
+                        (
+                            [
+                                10.0 + u() * (side - 20.0),
+                                10.0 + u() * (side - 20.0),
+                                10.0 + u() * (side - 20.0),
+                            ],
+                            2.0 + 4.0 * u(),
+                        )
+                    })
+                    .collect();
+                let mut gauss = move || {
+                    // Box-Muller.
+                    let (a, b) = (u().max(1e-300), u());
+                    (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+                };
+                (0..n)
+                    .map(|i| {
+                        let (c, sigma) = centres[i % clusters];
+                        std::array::from_fn(|k| (c[k] + sigma * gauss()).clamp(0.0, side))
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// The comparison for one distribution at one ratio.
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidationRow {
+    /// Which distribution.
+    pub distribution: Distribution,
+    /// Particles.
+    pub particles: usize,
+    /// Ratio eps / l.
+    pub ratio: f64,
+    /// Occupied cells compared.
+    pub cells: usize,
+    /// Mean exact neighbours per particle.
+    pub mean_neighbours: f64,
+    /// Pearson correlation of estimated and exact per-cell means (the paper's
+    /// model: counts on the cells themselves).
+    pub correlation: f64,
+    /// Root mean square error per cell, neighbours.
+    pub rmse: f64,
+    /// RMSE over the mean neighbour count.
+    pub relative_rmse: f64,
+    /// Sub-cells per cell side used by the refined estimate (`floor(2 / ratio)`,
+    /// the finest the table's range allows; 1 means no refinement).
+    pub refine: u32,
+    /// Correlation of the refined estimate: counts on sub-cells, the table at
+    /// `ratio * refine`, averaged over each cell's particles.
+    pub refined_correlation: f64,
+    /// RMSE of the refined estimate.
+    pub refined_rmse: f64,
+    /// Largest particle count in one cell.
+    pub max_cell_count: u32,
+    /// Seconds for the exact count.
+    pub exact_seconds: f64,
+}
+
+/// A grid of cell length 1 over the particles, sorted by cell.
+struct Grid {
+    dims: [usize; 3],
+    counts: Vec<u32>,
+    start: Vec<usize>,
+    sorted: Vec<[f64; 3]>,
+}
+
+impl Grid {
+    fn new(points: &[[f64; 3]]) -> Self {
+        let mut hi = [0.0f64; 3];
+        for p in points {
+            for k in 0..3 {
+                hi[k] = hi[k].max(p[k]);
+            }
+        }
+        let dims = hi.map(|h| h.floor() as usize + 1);
+        let cell = |p: &[f64; 3]| {
+            let c: [usize; 3] = std::array::from_fn(|k| (p[k].floor() as usize).min(dims[k] - 1));
+            c[0] + dims[0] * (c[1] + dims[1] * c[2])
+        };
+        let mut counts = vec![0u32; dims[0] * dims[1] * dims[2]];
+        for p in points {
+            counts[cell(p)] += 1;
+        }
+        let mut start = vec![0usize; counts.len() + 1];
+        for (i, &c) in counts.iter().enumerate() {
+            start[i + 1] = start[i] + c as usize;
+        }
+        let mut fill = start.clone();
+        let mut sorted = vec![[0.0; 3]; points.len()];
+        for p in points {
+            let c = cell(p);
+            sorted[fill[c]] = *p;
+            fill[c] += 1;
+        }
+        Self {
+            dims,
+            counts,
+            start,
+            sorted,
+        }
+    }
+
+    /// Mean number of other particles within `eps` of the particles of each cell.
+    fn exact_means(&self, eps: f64) -> Vec<f64> {
+        let reach = eps.ceil() as i64;
+        let [nx, ny, nz] = self.dims.map(|d| d as i64);
+        let eps2 = eps * eps;
+        let cells: Vec<usize> = (0..self.counts.len())
+            .filter(|&c| self.counts[c] > 0)
+            .collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 16);
+        let chunk = cells.len().div_ceil(threads).max(1);
+        let parts: Vec<Vec<(usize, f64)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = cells
+                .chunks(chunk)
+                .map(|mine| {
+                    scope.spawn(move || {
+                        mine.iter()
+                            .map(|&q| {
+                                let (x, y, z) =
+                                    ((q as i64) % nx, (q as i64 / nx) % ny, q as i64 / (nx * ny));
+                                let mut total = 0u64;
+                                for p in &self.sorted[self.start[q]..self.start[q + 1]] {
+                                    for dz in -reach..=reach {
+                                        let zz = z + dz;
+                                        if zz < 0 || zz >= nz {
+                                            continue;
+                                        }
+                                        for dy in -reach..=reach {
+                                            let yy = y + dy;
+                                            if yy < 0 || yy >= ny {
+                                                continue;
+                                            }
+                                            for dx in -reach..=reach {
+                                                let xx = x + dx;
+                                                if xx < 0 || xx >= nx {
+                                                    continue;
+                                                }
+                                                let j = (xx + nx * (yy + ny * zz)) as usize;
+                                                for o in
+                                                    &self.sorted[self.start[j]..self.start[j + 1]]
+                                                {
+                                                    let d2 = (o[0] - p[0]).powi(2)
+                                                        + (o[1] - p[1]).powi(2)
+                                                        + (o[2] - p[2]).powi(2);
+                                                    if d2 <= eps2 {
+                                                        total += 1;
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                    total -= 1; // itself
+                                }
+                                (q, total as f64 / f64::from(self.counts[q]))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("counting threads do not panic"))
+                .collect()
+        });
+        let mut means = vec![0.0; self.counts.len()];
+        for (q, m) in parts.into_iter().flatten() {
+            means[q] = m;
+        }
+        means
+    }
+}
+
+/// Compares model and exact counts for `distribution` at each ratio.
+pub fn validate(
+    table: &OverlapTable,
+    distribution: Distribution,
+    particles: usize,
+    ratios: &[f64],
+    seed: u64,
+) -> Result<Vec<ValidationRow>, RatioOutOfRange> {
+    let points = distribution.generate(particles, seed);
+    let grid = Grid::new(&points);
+    let counts = CellCounts {
+        dims: grid.dims.map(|d| d as u32),
+        counts: &grid.counts,
+    };
+    let mut rows = Vec::new();
+    for &ratio in ratios {
+        let at = table.at(ratio)?;
+        let estimated = expected_neighbours(&counts, &at);
+        let refine = ((2.0 / ratio).floor() as u32).max(1);
+        let refined = if refine == 1 {
+            estimated.clone()
+        } else {
+            refined_estimate(table, &points, &grid, ratio, refine)?
+        };
+        let start = std::time::Instant::now();
+        let exact = grid.exact_means(ratio);
+        let exact_seconds = start.elapsed().as_secs_f64();
+        let occupied: Vec<usize> = (0..grid.counts.len())
+            .filter(|&c| grid.counts[c] > 0)
+            .collect();
+        let mean_neighbours = occupied
+            .iter()
+            .map(|&c| exact[c] * f64::from(grid.counts[c]))
+            .sum::<f64>()
+            / particles as f64;
+        let (correlation, rmse) = compare(&occupied, &estimated, &exact);
+        let (refined_correlation, refined_rmse) = compare(&occupied, &refined, &exact);
+        rows.push(ValidationRow {
+            distribution,
+            particles,
+            ratio,
+            cells: occupied.len(),
+            mean_neighbours,
+            correlation,
+            rmse,
+            relative_rmse: rmse / mean_neighbours.max(f64::MIN_POSITIVE),
+            refine,
+            refined_correlation,
+            refined_rmse,
+            max_cell_count: grid.counts.iter().copied().max().unwrap_or(0),
+            exact_seconds,
+        });
+    }
+    Ok(rows)
+}
+
+/// Pearson correlation and RMSE of `estimated` against `exact` over `cells`.
+fn compare(cells: &[usize], estimated: &[f64], exact: &[f64]) -> (f64, f64) {
+    let n = cells.len() as f64;
+    let (mut se, mut sx, mut sy, mut sxx, mut syy, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for &c in cells {
+        let (x, y) = (estimated[c], exact[c]);
+        se += (x - y) * (x - y);
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        syy += y * y;
+        sxy += x * y;
+    }
+    let cov = sxy / n - (sx / n) * (sy / n);
+    let correlation =
+        cov / ((sxx / n - (sx / n).powi(2)).sqrt() * (syy / n - (sy / n).powi(2)).sqrt());
+    (correlation, (se / n).sqrt())
+}
+
+/// The model on sub-cells of side `1 / refine` (table at `ratio * refine`),
+/// averaged over the particles of each cell.
+fn refined_estimate(
+    table: &OverlapTable,
+    points: &[[f64; 3]],
+    grid: &Grid,
+    ratio: f64,
+    refine: u32,
+) -> Result<Vec<f64>, RatioOutOfRange> {
+    let k = f64::from(refine);
+    let scaled: Vec<[f64; 3]> = points.iter().map(|p| p.map(|x| x * k)).collect();
+    let fine = Grid::new(&scaled);
+    let at = table.at(ratio * k)?;
+    let estimated = expected_neighbours(
+        &CellCounts {
+            dims: fine.dims.map(|d| d as u32),
+            counts: &fine.counts,
+        },
+        &at,
+    );
+    let mut sums = vec![0.0; grid.counts.len()];
+    let [fx, fy, _] = fine.dims;
+    let [cx, cy, cz] = grid.dims;
+    for (f, &n) in fine.counts.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let (x, y, z) = (f % fx, (f / fx) % fy, f / (fx * fy));
+        let c = [
+            x / refine as usize,
+            y / refine as usize,
+            z / refine as usize,
+        ];
+        let c = c[0].min(cx - 1) + cx * (c[1].min(cy - 1) + cy * c[2].min(cz - 1));
+        sums[c] += f64::from(n) * estimated[f];
+    }
+    Ok(sums
+        .iter()
+        .zip(&grid.counts)
+        .map(|(s, &n)| if n > 0 { s / f64::from(n) } else { 0.0 })
+        .collect())
+}
