@@ -50,6 +50,9 @@ fn main() -> anyhow::Result<()> {
         };
         rows.extend(cases::bake_mesh::run(resolutions, samples));
     }
+    if wanted("neighbour model") {
+        rows.extend(cases::neighbour_model::run(samples, cli.quick));
+    }
     if wanted("formats") {
         eprintln!("bench: formats ({particles} particles, {samples} samples)");
         rows.extend(cases::formats::run(particles, samples));

@@ -3,4 +3,5 @@
 
 pub mod bake_mesh;
 pub mod formats;
+pub mod neighbour_model;
 pub mod peers;
