@@ -474,6 +474,10 @@ fn validate_table(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     use pellet_bake::table_validation::{Distribution, validate};
+    anyhow::ensure!(
+        particles >= 1000,
+        "--particles must be at least 1000, not {particles}"
+    );
     let table: pellet_formats::assets::OverlapTable =
         pellet_formats::io::read_asset(path, &DecodeLimits::default())?;
     let progress = Progress::new(true);

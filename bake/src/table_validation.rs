@@ -78,11 +78,11 @@ impl Distribution {
                                     (k as f64 + 0.5 + 0.3 * (u() - 0.5)) * s,
                                     (j as f64 + 0.5 + 0.3 * (u() - 0.5)) * s,
                                 ];
+                                if out.len() == n {
+                                    break 'fill;
+                                }
                                 if inside(p) {
                                     out.push(p);
-                                    if out.len() == n {
-                                        break 'fill;
-                                    }
                                 }
                             }
                         }
@@ -283,6 +283,9 @@ pub fn validate(
     ratios: &[f64],
     seed: u64,
 ) -> Result<Vec<ValidationRow>, RatioOutOfRange> {
+    if particles == 0 {
+        return Ok(Vec::new());
+    }
     let points = distribution.generate(particles, seed);
     let grid = Grid::new(&points);
     let counts = CellCounts {

@@ -16,9 +16,9 @@ pub struct RatioOutOfRange {
     /// Requested ratio.
     pub ratio: f64,
     /// Smallest tabulated ratio.
-    pub min: f64,
+    pub min: f32,
     /// Largest tabulated ratio.
-    pub max: f64,
+    pub max: f32,
 }
 
 /// The canonical (symmetry-reduced) form of a cell offset: absolute values, sorted.
@@ -84,7 +84,11 @@ impl OverlapTable {
         let ratios: Vec<f64> = self.ratios.iter().map(|&r| f64::from(r)).collect();
         let (min, max) = (ratios[0], ratios[ratios.len() - 1]);
         if !(ratio >= min && ratio <= max) {
-            return Err(RatioOutOfRange { ratio, min, max });
+            return Err(RatioOutOfRange {
+                ratio,
+                min: self.ratios[0],
+                max: self.ratios[self.ratios.len() - 1],
+            });
         }
         let n = ratios.len();
         let k = if n == 1 {
