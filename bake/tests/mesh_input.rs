@@ -166,3 +166,53 @@ fn indices_past_the_vertices_are_refused() {
         "{err}"
     );
 }
+
+/// Thousands of corrupted GLB and glTF files: every one loads or returns an
+/// error, none panics.
+#[test]
+fn corrupted_files_never_panic() {
+    use pellet_formats::scene::Rng;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cube = cuboid([0.0; 3], [1.0; 3]);
+    let (gltf, _) = to_gltf(&cube, &BufferUri::DataUri);
+    let samples = [to_glb(&cube), gltf.into_bytes()];
+    let mut rng = Rng::new(77);
+    let mut pick = |n: usize| (rng.next_u64() % n.max(1) as u64) as usize;
+    let path = dir.path().join("mutant.glb");
+    let gltf_path = dir.path().join("mutant.gltf");
+    let (mut loaded, mut refused) = (0, 0);
+    for round in 0..3000 {
+        let which = round % 2;
+        let mut bytes = samples[which].clone();
+        for _ in 0..1 + pick(4) {
+            if bytes.is_empty() {
+                break;
+            }
+            match pick(4) {
+                0 => {
+                    let i = pick(bytes.len());
+                    bytes[i] ^= 1 << pick(8);
+                }
+                1 => {
+                    let i = pick(bytes.len());
+                    bytes[i] = b"0123456789-.e,:{}[]\"\x00\xff"[pick(22)];
+                }
+                2 => bytes.truncate(pick(bytes.len())),
+                _ => {
+                    // Overwrite a 4-byte length-like field with a large value.
+                    let i = pick(bytes.len().saturating_sub(4));
+                    if bytes.len() >= 4 {
+                        bytes[i..i + 4].copy_from_slice(&(pick(usize::MAX) as u32).to_le_bytes());
+                    }
+                }
+            }
+        }
+        let target = if which == 0 { &path } else { &gltf_path };
+        std::fs::write(target, &bytes).expect("write");
+        match load_mesh(target) {
+            Ok(_) => loaded += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(refused > 1000, "{refused} refused, {loaded} loaded");
+}

@@ -135,7 +135,7 @@ pub fn load_mesh_hashed(path: &Path) -> Result<(TriMesh, String), MeshError> {
     let bytes = std::fs::read(path)?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(&bytes);
-    let gltf = gltf::Gltf::from_slice(&bytes).map_err(|e| MeshError::Gltf(e.to_string()))?;
+    let gltf = parse(&bytes)?;
     let folder = path.parent().unwrap_or(Path::new("."));
     let buffers = load_buffers(&gltf, folder)?;
     for (buffer, data) in gltf.document.buffers().zip(&buffers) {
@@ -156,6 +156,34 @@ pub fn load_mesh_hashed(path: &Path) -> Result<(TriMesh, String), MeshError> {
         return Err(MeshError::Empty);
     }
     Ok((mesh, hasher.finalize().to_hex().to_string()))
+}
+
+/// Parses and validates the document. `gltf-json`'s validator indexes the
+/// POSITION accessor before checking that it exists (and panics when it does
+/// not), so accessor references are checked here first.
+fn parse(bytes: &[u8]) -> Result<gltf::Gltf, MeshError> {
+    let raw = gltf::Gltf::from_slice_without_validation(bytes)
+        .map_err(|e| MeshError::Gltf(e.to_string()))?;
+    let root = raw.document.into_json();
+    let accessors = root.accessors.len();
+    for (m, mesh) in root.meshes.iter().enumerate() {
+        for (p, primitive) in mesh.primitives.iter().enumerate() {
+            let references = primitive
+                .attributes
+                .values()
+                .chain(primitive.indices.as_ref());
+            if let Some(bad) = references.map(|i| i.value()).find(|&i| i >= accessors) {
+                return Err(MeshError::Gltf(format!(
+                    "meshes[{m}].primitives[{p}] names accessor {bad}, but there are {accessors}"
+                )));
+            }
+        }
+    }
+    let document = gltf::Document::from_json(root).map_err(|e| MeshError::Gltf(e.to_string()))?;
+    Ok(gltf::Gltf {
+        document,
+        blob: raw.blob,
+    })
 }
 
 fn load_buffers(gltf: &gltf::Gltf, folder: &Path) -> Result<Vec<Vec<u8>>, MeshError> {
