@@ -30,17 +30,16 @@ pub struct PackInput<'a> {
 
 /// Packs the set voxels of `grid` into a body. `None` if no voxel is set.
 pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<ParticleBody> {
-    let centres: Vec<[f64; 3]> = grid
-        .iter_set()
-        .map(|i| {
-            let v = unindex(spec, i);
-            spec.centre(v).map(f64::from)
-        })
-        .collect();
-    if centres.is_empty() {
+    // Set voxels in occupancy order, walked once and shared by every step below.
+    let voxels: Vec<[u32; 3]> = grid.iter_set().map(|i| unindex(spec, i)).collect();
+    if voxels.is_empty() {
         return None;
     }
-    tracing::debug!("pack: centres");
+    let centres: Vec<[f64; 3]> = voxels
+        .iter()
+        .map(|&v| spec.centre(v).map(f64::from))
+        .collect();
+    tracing::debug!("pack: centres done");
     let props = mass_properties(
         &centres,
         f64::from(spec.voxel_size),
@@ -51,11 +50,10 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
         .iter()
         .map(|c| std::array::from_fn(|a| (c[a] - com[a]) as f32))
         .collect();
-    tracing::debug!("pack: mass properties");
+    tracing::debug!("pack: mass properties done");
     let field = exterior_distance(grid, spec);
-    tracing::debug!("pack: distance field");
+    tracing::debug!("pack: distance field done");
     // Depth and outward normal per particle, split across the cores.
-    let voxels: Vec<usize> = grid.iter_set().collect();
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .clamp(1, 8);
@@ -70,7 +68,7 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
                     voxels
                         .iter()
                         .zip(positions)
-                        .map(|(&i, p)| surface_frame(field, spec, unindex(spec, i), *p))
+                        .map(|(&v, p)| surface_frame(field, spec, v, *p))
                         .collect()
                 })
             })
@@ -81,7 +79,7 @@ pub fn pack(grid: &VoxelGrid, spec: &GridSpec, input: PackInput<'_>) -> Option<P
             .collect()
     });
     let (normals, depths): (Vec<[f32; 3]>, Vec<f32>) = per_thread.into_iter().flatten().unzip();
-    tracing::debug!("pack: normals");
+    tracing::debug!("pack: normals done");
     let to_f32 = |m: [[f64; 3]; 3]| m.map(|r| r.map(|x| x as f32));
     Some(ParticleBody {
         name: input.name.to_owned(),
