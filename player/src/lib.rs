@@ -5,6 +5,7 @@
 
 mod error;
 pub mod scene_info;
+pub mod sim;
 
 pub use error::PlayerError;
 pub use pellet_gpu as gpu;

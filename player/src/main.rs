@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 
 use pellet_player::gpu::{BackendChoice, Gpu, selftest};
 use pellet_player::scene_info::scene_info;
+use pellet_player::sim::GridMode;
+use pellet_player::sim::run::{Backend, RunOptions, run_headless};
 
 /// Pellet's player: simulates and shows unified particle / rigid-body scenes.
 ///
@@ -54,6 +56,76 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Simulate a scene.
+    ///
+    /// Steps the scene's particles with the discrete element method (linear
+    /// spring-dashpot contacts, Coulomb friction with tangential history,
+    /// walls) on the GPU, or on CPU threads with `--backend cpu`. Without
+    /// `--steps` it runs the scene's `simulation.duration`.
+    ///
+    /// Examples:
+    ///   player run assets/scenes/ballpit.toml --headless --steps 2000 --stats stats.jsonl
+    ///   player run assets/scenes/ballpit.toml --headless --backend cpu --save end.pellet
+    ///   player run scene.toml --headless --save-every 1000 --save-dir frames/
+    ///
+    /// Then `bake inspect end.pellet --particles` prints the particles as CSV.
+    Run {
+        /// Scene file (TOML).
+        scene: PathBuf,
+        /// Run without a window (the only mode this build has).
+        #[arg(long)]
+        headless: bool,
+        /// Steps to take (default: the scene's duration / time step).
+        #[arg(long)]
+        steps: Option<u64>,
+        /// Where the kernels run.
+        #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
+        backend: BackendArg,
+        /// Which GPU API to use with `--backend gpu`.
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        adapter: BackendChoice,
+        /// Write one JSON line of statistics every `--stats-every` steps.
+        #[arg(long, value_name = "FILE")]
+        stats: Option<PathBuf>,
+        /// Steps between statistics lines.
+        #[arg(long, default_value_t = 100, value_name = "K")]
+        stats_every: u64,
+        /// Save the final state (a `.pellet` sim-state asset).
+        #[arg(long, value_name = "FILE")]
+        save: Option<PathBuf>,
+        /// Save the state every K steps into `--save-dir`.
+        #[arg(long, value_name = "K", requires = "save_dir")]
+        save_every: Option<u64>,
+        /// Folder for `--save-every` snapshots (`state_<step>.pellet`).
+        #[arg(long, value_name = "DIR", requires = "save_every")]
+        save_dir: Option<PathBuf>,
+        /// Dense cells, hashed cells, or chosen by size.
+        #[arg(long, value_enum, default_value_t = GridArg::Auto)]
+        grid: GridArg,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where the simulation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BackendArg {
+    /// wgpu compute shaders (lavapipe when there is no GPU).
+    Gpu,
+    /// The CPU twin on all cores.
+    Cpu,
+}
+
+/// Neighbour-search cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum GridArg {
+    /// Dense when the domain is compact, hashed otherwise.
+    Auto,
+    /// One cell per grid position over the domain.
+    Dense,
+    /// Hashed cells: memory proportional to the particle count.
+    Hashed,
 }
 
 fn main() -> ExitCode {
@@ -158,6 +230,89 @@ fn run(command: Command) -> anyhow::Result<()> {
                     info.domain_m[0], info.domain_m[1], info.periodic
                 )?;
                 writeln!(out, "materials       {}", info.materials.join(", "))?;
+            }
+        }
+        Command::Run {
+            scene,
+            headless,
+            steps,
+            backend,
+            adapter,
+            stats,
+            stats_every,
+            save,
+            save_every,
+            save_dir,
+            grid,
+            json,
+        } => {
+            anyhow::ensure!(
+                headless,
+                "this build has no viewer window yet; run without one: player run {} --headless --steps 1000",
+                scene.display()
+            );
+            let options = RunOptions {
+                steps,
+                backend: match backend {
+                    BackendArg::Gpu => Backend::Gpu(adapter),
+                    BackendArg::Cpu => Backend::Cpu,
+                },
+                stats,
+                stats_every,
+                save,
+                save_every,
+                save_dir,
+                grid: match grid {
+                    GridArg::Auto => GridMode::Auto,
+                    GridArg::Dense => GridMode::Dense,
+                    GridArg::Hashed => GridMode::Hashed,
+                },
+            };
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} step {pos}/{len} {wide_bar} {per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            let summary = run_headless(&scene, &options, |step, total| {
+                bar.set_length(total);
+                bar.set_position(step);
+            });
+            bar.finish_and_clear();
+            let summary = summary?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &summary)?;
+                writeln!(out)?;
+            } else {
+                let l = &summary.last;
+                writeln!(out, "scene        {}", summary.scene)?;
+                writeln!(out, "backend      {}", summary.backend)?;
+                writeln!(
+                    out,
+                    "particles    {}, dt {:.3e} s, {} steps ({:.4} s simulated)",
+                    summary.particles, summary.dt, summary.steps, l.time
+                )?;
+                writeln!(
+                    out,
+                    "speed        {:.2} s, {:.3} ms/step, {:.3} M particle-steps/s",
+                    summary.seconds,
+                    summary.seconds * 1e3 / summary.steps.max(1) as f64,
+                    summary.particle_steps_per_s / 1e6
+                )?;
+                writeln!(
+                    out,
+                    "last step    {:.4e} J kinetic, max speed {:.3} m/s, {} contacts + {} on walls, max {} per cell, {} slot overflows",
+                    l.kinetic_energy,
+                    l.max_speed,
+                    l.contacts,
+                    l.wall_contacts,
+                    l.max_cell_occupancy,
+                    l.slot_overflows
+                )?;
+                for p in &summary.saved {
+                    writeln!(out, "saved        {}", p.display())?;
+                }
             }
         }
     }

@@ -1,0 +1,192 @@
+//! [`Simulation`]: one scene running on one backend, with statistics,
+//! snapshots and the non-finite check.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use pellet_formats::assets::SimState;
+use pellet_gpu::Gpu;
+
+use super::cpu::{CpuSim, kinetic_energy};
+use super::gpu::GpuSim;
+use super::{Counter, HostState, NUM_COUNTERS, SimError, SimSetup};
+
+/// Where the kernels run.
+#[derive(Debug)]
+pub enum Engine {
+    /// wgpu compute shaders.
+    Gpu(Box<GpuSim>),
+    /// The CPU twin on rayon threads.
+    Cpu(Box<CpuSim>),
+}
+
+/// One line of `--stats`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepStats {
+    /// Steps taken.
+    pub step: u64,
+    /// Simulated time, seconds.
+    pub time: f64,
+    /// Translational + rotational kinetic energy, joules.
+    pub kinetic_energy: f64,
+    /// Largest particle speed, m/s.
+    pub max_speed: f64,
+    /// Particle-particle contacts (pairs) in the last step.
+    pub contacts: u64,
+    /// Particle-wall contacts in the last step.
+    pub wall_contacts: u64,
+    /// Most particles under one cell key in the last step.
+    pub max_cell_occupancy: u32,
+    /// Touching contacts that found no free history slot, since the start.
+    pub slot_overflows: u64,
+    /// Wall-clock milliseconds per step since the last stats line.
+    pub ms_per_step: f64,
+}
+
+/// A running simulation.
+#[derive(Debug)]
+pub struct Simulation {
+    engine: Engine,
+    dt: f64,
+    steps: u64,
+    last_stats_step: u64,
+    last_stats_at: Instant,
+    particles: usize,
+}
+
+impl Simulation {
+    /// Starts `setup` on the GPU.
+    pub fn gpu(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
+        let mut sim = GpuSim::new(gpu, setup)?;
+        sim.prime();
+        Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
+    }
+
+    /// Starts `setup` on the CPU twin.
+    pub fn cpu(setup: &SimSetup) -> Self {
+        let mut sim = CpuSim::new(setup);
+        sim.prime();
+        Self::with(Engine::Cpu(Box::new(sim)), setup)
+    }
+
+    fn with(engine: Engine, setup: &SimSetup) -> Self {
+        Self {
+            engine,
+            dt: setup.dt,
+            steps: 0,
+            last_stats_step: 0,
+            last_stats_at: Instant::now(),
+            particles: setup.particles.len(),
+        }
+    }
+
+    /// The backend.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The backend, mutably (tests drive single kernels through it).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// `gpu (adapter)` or `cpu (N threads)`.
+    pub fn backend_name(&self) -> String {
+        match &self.engine {
+            Engine::Gpu(g) => format!("gpu ({})", g.gpu().report.name),
+            Engine::Cpu(_) => format!("cpu ({} threads)", rayon::current_num_threads()),
+        }
+    }
+
+    /// Number of particles.
+    pub fn particles(&self) -> usize {
+        self.particles
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Time step, seconds.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// Simulated time, seconds.
+    pub fn time(&self) -> f64 {
+        self.steps as f64 * self.dt
+    }
+
+    /// Takes `steps` steps (one GPU submission), then checks that every
+    /// value is still finite.
+    pub fn advance(&mut self, steps: u32) -> Result<(), SimError> {
+        match &mut self.engine {
+            Engine::Gpu(g) => g.advance(steps),
+            Engine::Cpu(c) => c.advance(steps),
+        }
+        self.steps += u64::from(steps);
+        let counters = self.counters()?;
+        let nan_step = counters[Counter::NanStep as usize];
+        if nan_step != u32::MAX {
+            return Err(SimError::NonFinite {
+                step: u64::from(nan_step) + 1,
+                particle: counters[Counter::NanId as usize],
+            });
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> Result<[u32; NUM_COUNTERS], SimError> {
+        match &self.engine {
+            Engine::Gpu(g) => g.counters(),
+            Engine::Cpu(c) => Ok(std::array::from_fn(|k| {
+                c.counters[k].load(std::sync::atomic::Ordering::Relaxed)
+            })),
+        }
+    }
+
+    /// Statistics of the current state (waits for the GPU).
+    pub fn stats(&mut self) -> Result<StepStats, SimError> {
+        let (kinetic_energy, max_speed) = match &self.engine {
+            Engine::Gpu(g) => g.kinetic_energy()?,
+            Engine::Cpu(c) => kinetic_energy(&c.state),
+        };
+        let counters = self.counters()?;
+        let now = Instant::now();
+        let steps = self.steps - self.last_stats_step;
+        let ms_per_step = if steps > 0 {
+            now.duration_since(self.last_stats_at).as_secs_f64() * 1e3 / steps as f64
+        } else {
+            0.0
+        };
+        self.last_stats_step = self.steps;
+        self.last_stats_at = now;
+        Ok(StepStats {
+            step: self.steps,
+            time: self.time(),
+            kinetic_energy,
+            max_speed,
+            contacts: u64::from(counters[Counter::Contacts as usize]) / 2,
+            wall_contacts: u64::from(counters[Counter::WallContacts as usize]),
+            max_cell_occupancy: counters[Counter::MaxOccupancy as usize],
+            slot_overflows: u64::from(counters[Counter::Overflows as usize]),
+            ms_per_step,
+        })
+    }
+
+    /// All particle data in the current (cell-sorted) order.
+    pub fn host_state(&self) -> Result<HostState, SimError> {
+        match &self.engine {
+            Engine::Gpu(g) => g.download(),
+            Engine::Cpu(c) => Ok(c.state.clone()),
+        }
+    }
+
+    /// A snapshot in input order, ready to save.
+    pub fn snapshot(&self) -> Result<SimState, SimError> {
+        Ok(self.host_state()?.to_sim_state(self.steps, self.time()))
+    }
+}

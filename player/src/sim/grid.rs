@@ -1,0 +1,156 @@
+//! The cell grid of the neighbour search: dense cells over the domain when
+//! they fit, hashed cells otherwise (any domain size, memory proportional to
+//! the particle count). Cell edge = the largest particle diameter, so every
+//! contact partner lies in the 27 cells around a particle.
+
+use super::SimError;
+
+/// Dense or hashed cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GridMode {
+    /// Dense when the domain has at most [`DENSE_CELLS_PER_PARTICLE`] cells
+    /// per particle (and at most 2^26 cells), hashed otherwise.
+    #[default]
+    Auto,
+    /// Always dense (an error when the domain is too large).
+    Dense,
+    /// Always hashed.
+    Hashed,
+}
+
+/// Dense grids are used up to this many cells per particle.
+pub const DENSE_CELLS_PER_PARTICLE: u64 = 8;
+
+/// Largest dense grid, cells.
+pub const MAX_DENSE_CELLS: u64 = 1 << 26;
+
+/// Fewest hash buckets.
+pub const MIN_BUCKETS: u32 = 1024;
+
+/// Where cells are and how they are keyed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GridSpec {
+    /// Corner of cell (0, 0, 0), metres.
+    pub origin: [f32; 3],
+    /// Cell edge, metres.
+    pub cell_size: f32,
+    /// Cells per axis covering the domain (dense mode clamps to them).
+    pub dims: [i32; 3],
+    /// Whether cells are hashed into `num_keys` buckets.
+    pub hashed: bool,
+    /// Number of keys: cells (dense) or buckets (hashed, a power of two).
+    pub num_keys: u32,
+}
+
+impl GridSpec {
+    /// The grid for a domain `[min, max]`, cells of edge `cell`, `n` particles.
+    pub fn new(
+        min: [f32; 3],
+        max: [f32; 3],
+        cell: f32,
+        n: usize,
+        mode: GridMode,
+    ) -> Result<Self, SimError> {
+        if !(cell.is_finite() && cell > 0.0) {
+            return Err(SimError::Invalid(format!(
+                "cell size {cell} m: particle radii must be positive"
+            )));
+        }
+        let dims_f: [f64; 3] = std::array::from_fn(|a| {
+            ((f64::from(max[a]) - f64::from(min[a])) / f64::from(cell))
+                .ceil()
+                .max(1.0)
+        });
+        let cells = dims_f.iter().product::<f64>();
+        let dense_fits =
+            dims_f.iter().all(|&d| d < f64::from(1u32 << 30)) && cells <= MAX_DENSE_CELLS as f64;
+        let want_dense = match mode {
+            GridMode::Dense => {
+                if !dense_fits {
+                    return Err(SimError::Unsupported(format!(
+                        "a dense grid of {:.0} x {:.0} x {:.0} cells does not fit (at most {MAX_DENSE_CELLS} cells)",
+                        dims_f[0], dims_f[1], dims_f[2]
+                    )));
+                }
+                true
+            }
+            GridMode::Hashed => false,
+            GridMode::Auto => {
+                dense_fits && cells <= (DENSE_CELLS_PER_PARTICLE * n as u64).max(4096) as f64
+            }
+        };
+        let dims = dims_f.map(|d| d.min(f64::from(i32::MAX)) as i32);
+        if want_dense {
+            Ok(Self {
+                origin: min,
+                cell_size: cell,
+                dims,
+                hashed: false,
+                num_keys: cells as u32,
+            })
+        } else {
+            let buckets = (2 * n as u64)
+                .max(u64::from(MIN_BUCKETS))
+                .next_power_of_two()
+                .min(1 << 31) as u32;
+            Ok(Self {
+                origin: min,
+                cell_size: cell,
+                dims,
+                hashed: true,
+                num_keys: buckets,
+            })
+        }
+    }
+
+    /// Integer cell of a position (clamped to the grid when dense).
+    /// Same arithmetic as `cell_coord` in `sim.wgsl`.
+    #[inline]
+    pub fn cell_coord(&self, p: [f32; 3]) -> [i32; 3] {
+        let inv = 1.0 / self.cell_size;
+        let c: [i32; 3] = std::array::from_fn(|a| ((p[a] - self.origin[a]) * inv).floor() as i32);
+        if self.hashed {
+            c
+        } else {
+            std::array::from_fn(|a| c[a].clamp(0, self.dims[a] - 1))
+        }
+    }
+
+    /// Key of a cell. Dense: linear index, x fastest. Hashed: spatial hash.
+    #[inline]
+    pub fn cell_key(&self, c: [i32; 3]) -> u32 {
+        if self.hashed {
+            let h = (c[0] as u32).wrapping_mul(73_856_093)
+                ^ (c[1] as u32).wrapping_mul(19_349_663)
+                ^ (c[2] as u32).wrapping_mul(83_492_791);
+            h & (self.num_keys - 1)
+        } else {
+            (c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])) as u32
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_picks_dense_for_compact_domains_and_hashes_huge_ones() {
+        let g = GridSpec::new([0.0; 3], [1.0; 3], 0.1, 1000, GridMode::Auto).expect("grid");
+        assert!(!g.hashed);
+        assert_eq!(g.dims, [10, 10, 10]);
+        assert_eq!(g.num_keys, 1000);
+        // 4096 cells per side: hashed, buckets ~ 2n.
+        let g = GridSpec::new([0.0; 3], [4096.0; 3], 1.0, 1000, GridMode::Auto).expect("grid");
+        assert!(g.hashed);
+        assert_eq!(g.num_keys, 2048);
+        assert_eq!(g.dims, [4096; 3]);
+    }
+
+    #[test]
+    fn dense_clamps_outside_points_to_edge_cells() {
+        let g = GridSpec::new([0.0; 3], [1.0; 3], 0.25, 100, GridMode::Dense).expect("grid");
+        assert_eq!(g.cell_coord([-5.0, 0.3, 9.0]), [0, 1, 3]);
+        assert_eq!(g.cell_key([3, 3, 3]), 63);
+    }
+}

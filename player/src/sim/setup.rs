@@ -1,0 +1,434 @@
+//! [`SimSetup`]: everything a simulation backend needs, derived once from a
+//! [`Scene`]: particle arrays in the layout the kernels use, the material
+//! pair table, walls, the cell grid, the time step and the integrator.
+//!
+//! Both backends (GPU and the CPU twin) start from the same `SimSetup`, so a
+//! scene means exactly the same thing on both.
+
+use std::path::Path;
+
+use bytemuck::{Pod, Zeroable};
+
+use pellet_formats::scene::{DEFAULT_MATERIAL, Integrator, Material, Scene, TimeStep};
+
+use super::SimError;
+use super::grid::{GridMode, GridSpec};
+
+/// Time steps per contact duration chosen by `time_step = "auto"`.
+pub const AUTO_STEPS_PER_CONTACT: f64 = 20.0;
+
+/// Fewest time steps per contact an explicit step may give without a warning.
+pub const MIN_STEPS_PER_CONTACT: f64 = 10.0;
+
+/// History partner id of wall `w`: `WALL_ID_BASE + w` (particle ids stay below it).
+pub const WALL_ID_BASE: u32 = 0xFFFF_FF00;
+
+/// Most walls one scene may have (domain faces included).
+pub const MAX_WALLS: usize = 64;
+
+/// Most materials one scene may define.
+pub const MAX_MATERIALS: usize = 64;
+
+/// Most contact history slots per particle.
+pub const MAX_SLOTS: u32 = 256;
+
+/// Body index of a free particle.
+pub const FREE: u32 = u32::MAX;
+
+/// Contact parameters of one pair of materials, as the kernels read them
+/// (two `vec4<f32>`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+#[repr(C)]
+pub struct PairParams {
+    /// Normal stiffness `kn`, N/m.
+    pub kn: f32,
+    /// Tangential stiffness `kt`, N/m.
+    pub kt: f32,
+    /// Coulomb friction coefficient.
+    pub mu: f32,
+    /// `2 beta` of the restitution law: normal damping `c = 2 beta sqrt(m_eff kn)`.
+    pub damping_ratio2: f32,
+    /// Absolute normal damping, N s/m, used instead when positive.
+    pub damping_abs: f32,
+    /// Padding.
+    pub pad: [f32; 3],
+}
+
+/// One wall as the kernels read it (two `vec4<f32>`): particles stay where
+/// `dot(normal, x) >= offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+#[repr(C)]
+pub struct WallParams {
+    /// Unit normal pointing into the allowed side.
+    pub normal: [f32; 3],
+    /// `dot(normal, point)` for any point on the plane, metres.
+    pub offset: f32,
+    /// Material index.
+    pub material: u32,
+    /// Simulated time at which the wall disappears, seconds (infinity: never).
+    pub remove_at: f32,
+    /// Padding.
+    pub pad: [u32; 2],
+}
+
+/// Per-particle arrays in kernel layout, in input order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParticleArrays {
+    /// `xyz` position (m), `w` radius (m).
+    pub pos: Vec<[f32; 4]>,
+    /// `xyz` velocity (m/s), `w` inverse mass (1/kg).
+    pub vel: Vec<[f32; 4]>,
+    /// `xyz` angular velocity (rad/s), `w` inverse moment of inertia (1/(kg m^2)).
+    pub angvel: Vec<[f32; 4]>,
+    /// `x` persistent id (input order), `y` material, `z` body ([`FREE`]), `w` unused.
+    pub meta: Vec<[u32; 4]>,
+}
+
+impl ParticleArrays {
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+}
+
+/// Options that are not part of a scene.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimOptions {
+    /// Dense or hashed cells; default chooses by size.
+    pub grid: GridMode,
+}
+
+/// A scene turned into what the kernels need.
+#[derive(Debug, Clone)]
+pub struct SimSetup {
+    /// Scene name.
+    pub name: String,
+    /// Particles in input order.
+    pub particles: ParticleArrays,
+    /// Material names, by index.
+    pub material_names: Vec<String>,
+    /// `material_count^2` pair parameters, row-major, symmetric.
+    pub pairs: Vec<PairParams>,
+    /// Walls, domain faces first.
+    pub walls: Vec<WallParams>,
+    /// Cell grid.
+    pub grid: GridSpec,
+    /// Gravity, m/s^2.
+    pub gravity: [f32; 3],
+    /// Time step, seconds.
+    pub dt: f64,
+    /// Shortest contact duration, seconds.
+    pub contact_time: f64,
+    /// Time integrator.
+    pub integrator: Integrator,
+    /// Contact history slots per particle.
+    pub slots: u32,
+    /// Simulated seconds a headless run takes when not told a step count.
+    pub duration: f64,
+}
+
+/// Normal damping ratio `beta` giving restitution `e` for a linear spring-dashpot.
+pub fn damping_ratio(e: f64) -> f64 {
+    if e <= 1e-9 {
+        return 1.0;
+    }
+    let ln = e.ln();
+    -ln / (ln * ln + std::f64::consts::PI * std::f64::consts::PI).sqrt()
+}
+
+fn mix_pair(a: &Material, b: &Material) -> PairParams {
+    let harmonic = |x: f32, y: f32| 2.0 * x * y / (x + y);
+    let kn = harmonic(a.stiffness, b.stiffness);
+    let kt_ratio = 0.5 * (a.tangential_stiffness_ratio + b.tangential_stiffness_ratio);
+    let (ra, da) = (a.restitution, a.damping);
+    let (rb, db) = (b.restitution, b.damping);
+    let restitution = |r: Option<f32>, d: Option<f32>| match (r, d) {
+        (_, Some(_)) => None,
+        (Some(r), None) => Some(r),
+        (None, None) => Some(Material::DEFAULT_RESTITUTION),
+    };
+    let (damping_ratio2, damping_abs) = match (restitution(ra, da), restitution(rb, db)) {
+        (Some(x), Some(y)) => (
+            (2.0 * damping_ratio(0.5 * (f64::from(x) + f64::from(y)))) as f32,
+            0.0,
+        ),
+        _ => (0.0, 0.5 * (da.unwrap_or(0.0) + db.unwrap_or(0.0))),
+    };
+    PairParams {
+        kn,
+        kt: kt_ratio * kn,
+        mu: 0.5 * (a.friction + b.friction),
+        damping_ratio2,
+        damping_abs,
+        pad: [0.0; 3],
+    }
+}
+
+impl SimSetup {
+    /// Builds the setup of `scene` (loaded from a file in `scene_dir`).
+    pub fn from_scene(
+        scene: &Scene,
+        scene_dir: &Path,
+        options: SimOptions,
+    ) -> Result<Self, SimError> {
+        if !scene.bodies.is_empty() {
+            return Err(SimError::Unsupported(format!(
+                "the scene has {} [[bodies]]; this player simulates free particles and walls only (rigid bodies are not built yet)",
+                scene.bodies.len()
+            )));
+        }
+        if scene.domain.periodic.iter().any(|&p| p) {
+            return Err(SimError::Unsupported(
+                "periodic domains are not supported yet; set domain.periodic = [false, false, false]"
+                    .into(),
+            ));
+        }
+        let mut material_names: Vec<String> = scene.materials.keys().cloned().collect();
+        if !material_names.iter().any(|n| n == DEFAULT_MATERIAL) {
+            material_names.push(DEFAULT_MATERIAL.to_owned());
+            material_names.sort();
+        }
+        if material_names.len() > MAX_MATERIALS {
+            return Err(SimError::Unsupported(format!(
+                "the scene defines {} materials; at most {MAX_MATERIALS} are supported",
+                material_names.len()
+            )));
+        }
+        let materials: Vec<Material> = material_names
+            .iter()
+            .map(|n| scene.material(n).unwrap_or_default())
+            .collect();
+        let index_of = |name: &str, what: &str| -> Result<u32, SimError> {
+            material_names
+                .iter()
+                .position(|n| n == name)
+                .map(|i| i as u32)
+                .ok_or_else(|| SimError::Invalid(format!("{what} names unknown material `{name}`")))
+        };
+        let m = materials.len();
+        let mut pairs = vec![PairParams::default(); m * m];
+        for a in 0..m {
+            for b in a..m {
+                let p = mix_pair(&materials[a], &materials[b]);
+                pairs[a * m + b] = p;
+                pairs[b * m + a] = p;
+            }
+        }
+
+        let inits = scene.free_particles(scene_dir)?;
+        if inits.len() >= WALL_ID_BASE as usize {
+            return Err(SimError::Unsupported(format!(
+                "{} particles; at most {} are supported",
+                inits.len(),
+                WALL_ID_BASE
+            )));
+        }
+        let source_material: Vec<u32> = scene
+            .particles
+            .iter()
+            .enumerate()
+            .map(|(k, s)| index_of(&s.material, &format!("particles[{k}]")))
+            .collect::<Result<_, _>>()?;
+        let mut particles = ParticleArrays::default();
+        particles.pos.reserve(inits.len());
+        for (id, p) in inits.iter().enumerate() {
+            let mat = source_material[p.source as usize];
+            let density = f64::from(materials[mat as usize].density);
+            let r = f64::from(p.radius);
+            let mass = density * 4.0 / 3.0 * std::f64::consts::PI * r * r * r;
+            let inertia = 0.4 * mass * r * r;
+            particles
+                .pos
+                .push([p.position[0], p.position[1], p.position[2], p.radius]);
+            particles.vel.push([
+                p.velocity[0],
+                p.velocity[1],
+                p.velocity[2],
+                (1.0 / mass) as f32,
+            ]);
+            particles
+                .angvel
+                .push([0.0, 0.0, 0.0, (1.0 / inertia) as f32]);
+            particles.meta.push([id as u32, mat, FREE, 0]);
+        }
+
+        let mut walls = Vec::new();
+        let default_mat = index_of(DEFAULT_MATERIAL, "the domain")?;
+        if scene.domain.walls {
+            for axis in 0..3 {
+                let mut n = [0.0f32; 3];
+                n[axis] = 1.0;
+                walls.push(WallParams {
+                    normal: n,
+                    offset: scene.domain.min[axis],
+                    material: default_mat,
+                    remove_at: f32::INFINITY,
+                    pad: [0; 2],
+                });
+                n[axis] = -1.0;
+                walls.push(WallParams {
+                    normal: n,
+                    offset: -scene.domain.max[axis],
+                    material: default_mat,
+                    remove_at: f32::INFINITY,
+                    pad: [0; 2],
+                });
+            }
+        }
+        for (k, w) in scene.walls.iter().enumerate() {
+            let len = w.normal.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !(len.is_finite() && len > 0.0) {
+                return Err(SimError::Invalid(format!(
+                    "walls[{k}].normal has zero length"
+                )));
+            }
+            let n = w.normal.map(|x| x / len);
+            walls.push(WallParams {
+                normal: n,
+                offset: n[0] * w.point[0] + n[1] * w.point[1] + n[2] * w.point[2],
+                material: index_of(&w.material, &format!("walls[{k}]"))?,
+                remove_at: w.remove_at.map_or(f32::INFINITY, |t| t as f32),
+                pad: [0; 2],
+            });
+        }
+        if walls.len() > MAX_WALLS {
+            return Err(SimError::Unsupported(format!(
+                "{} walls; at most {MAX_WALLS} are supported",
+                walls.len()
+            )));
+        }
+
+        let max_radius = particles.pos.iter().map(|p| p[3]).fold(0.0f32, f32::max);
+        let min_radius = particles
+            .pos
+            .iter()
+            .map(|p| p[3])
+            .fold(f32::INFINITY, f32::min);
+        let cell = if max_radius > 0.0 {
+            2.0 * max_radius
+        } else {
+            2.0 * scene.simulation.particle_radius
+        };
+        let grid = GridSpec::new(
+            scene.domain.min,
+            scene.domain.max,
+            cell,
+            particles.len(),
+            options.grid,
+        )?;
+
+        // Shortest contact: the lightest pair of particles with the stiffest spring.
+        let min_mass = particles
+            .vel
+            .iter()
+            .map(|v| 1.0 / f64::from(v[3]))
+            .fold(f64::INFINITY, f64::min);
+        let min_mass = if min_mass.is_finite() {
+            min_mass
+        } else {
+            let r = f64::from(scene.simulation.particle_radius.min(min_radius));
+            2500.0 * 4.0 / 3.0 * std::f64::consts::PI * r * r * r
+        };
+        let kn_max = pairs.iter().map(|p| f64::from(p.kn)).fold(0.0, f64::max);
+        let contact_time = std::f64::consts::PI * (0.5 * min_mass / kn_max).sqrt();
+        let dt = match scene.simulation.time_step {
+            TimeStep::Auto => contact_time / AUTO_STEPS_PER_CONTACT,
+            TimeStep::Fixed(dt) => {
+                if !(dt.is_finite() && dt > 0.0) {
+                    return Err(SimError::Invalid(format!(
+                        "simulation.time_step is {dt}, must be positive"
+                    )));
+                }
+                if contact_time / dt < MIN_STEPS_PER_CONTACT {
+                    tracing::warn!(
+                        "time step {dt:.3e} s gives {:.1} steps per contact (contact lasts {contact_time:.3e} s); below {MIN_STEPS_PER_CONTACT} contacts are inaccurate",
+                        contact_time / dt
+                    );
+                }
+                dt
+            }
+        };
+        let slots = scene.simulation.contact_slots;
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(SimError::Invalid(format!(
+                "simulation.contact_slots is {slots}, must be between 1 and {MAX_SLOTS}"
+            )));
+        }
+        Ok(Self {
+            name: scene.name.clone(),
+            particles,
+            material_names,
+            pairs,
+            walls,
+            grid,
+            gravity: scene.simulation.gravity,
+            dt,
+            contact_time,
+            integrator: scene.simulation.integrator,
+            slots,
+            duration: scene.simulation.duration,
+        })
+    }
+
+    /// Number of materials.
+    pub fn material_count(&self) -> u32 {
+        self.material_names.len() as u32
+    }
+
+    /// The uniform block both backends read.
+    pub fn params(&self) -> Params {
+        let g = &self.grid;
+        Params {
+            n: self.particles.len() as u32,
+            slots: self.slots,
+            num_keys: g.num_keys,
+            hashed: u32::from(g.hashed),
+            dims: g.dims,
+            wall_count: self.walls.len() as u32,
+            origin: g.origin,
+            cell_size: g.cell_size,
+            gravity: self.gravity,
+            material_count: self.material_count(),
+            dt: self.dt as f32,
+            inv_cell: 1.0 / g.cell_size,
+            pad: [0; 2],
+        }
+    }
+}
+
+/// The constant uniform block of every kernel (`Params` in `sim.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Params {
+    /// Particle count.
+    pub n: u32,
+    /// Contact history slots per particle.
+    pub slots: u32,
+    /// Number of cell keys (dense cells or hash buckets).
+    pub num_keys: u32,
+    /// 1 when cells are hashed.
+    pub hashed: u32,
+    /// Dense grid cells per axis.
+    pub dims: [i32; 3],
+    /// Number of walls.
+    pub wall_count: u32,
+    /// Grid origin, metres.
+    pub origin: [f32; 3],
+    /// Cell edge, metres.
+    pub cell_size: f32,
+    /// Gravity, m/s^2.
+    pub gravity: [f32; 3],
+    /// Number of materials.
+    pub material_count: u32,
+    /// Time step, seconds.
+    pub dt: f32,
+    /// `1 / cell_size`.
+    pub inv_cell: f32,
+    /// Padding to 16 bytes.
+    pub pad: [u32; 2],
+}
