@@ -108,6 +108,10 @@ enum Command {
         /// one `x,y,z` line each (metres), instead of the summary.
         #[arg(long, conflicts_with = "json")]
         points: bool,
+        /// Print a saved simulation state's particles as CSV
+        /// `id,x,y,z,vx,vy,vz,radius,body` (metres, m/s; body -1 for free particles).
+        #[arg(long, conflicts_with_all = ["json", "points", "ratio"])]
+        particles: bool,
         /// Refuse payloads declared larger than this many MiB.
         #[arg(long, value_name = "MIB", default_value_t = 1024)]
         max_payload_mib: u64,
@@ -242,6 +246,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             ratio,
             points,
+            particles,
             max_payload_mib,
         } => {
             let limits = DecodeLimits {
@@ -276,6 +281,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                                 )?;
                             }
                         }
+                    }
+                }
+                stdout.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if particles {
+                writeln!(stdout, "id,x,y,z,vx,vy,vz,radius,body")?;
+                let mut id = 0usize;
+                for path in &files {
+                    let (_, asset) = pellet_formats::io::read_any(path, &limits)?;
+                    let AnyAsset::SimState(state) = asset else {
+                        anyhow::bail!(
+                            "{}: --particles needs a saved simulation state (player run --save), this is a {}",
+                            path.display(),
+                            asset.kind()
+                        );
+                    };
+                    for k in 0..state.positions.len() {
+                        let (p, v) = (state.positions[k], state.velocities[k]);
+                        let body = state.body_of_particle[k];
+                        let body = if body == pellet_formats::assets::FREE_PARTICLE {
+                            -1
+                        } else {
+                            i64::from(body)
+                        };
+                        writeln!(
+                            stdout,
+                            "{id},{},{},{},{},{},{},{},{body}",
+                            p[0], p[1], p[2], v[0], v[1], v[2], state.radii[k]
+                        )?;
+                        id += 1;
                     }
                 }
                 stdout.flush()?;

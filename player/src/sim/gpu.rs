@@ -224,6 +224,7 @@ impl GpuSim {
         );
         buffers.insert(B_FORCE, zeroed("sim/force", n * 16));
         buffers.insert(B_TORQUE, zeroed("sim/torque", n * 16));
+
         buffers.insert(B_HIST_COUNT, zeroed("sim/hist_count", n * 4));
         buffers.insert(B_HIST, zeroed("sim/hist", n * slots * 16));
         buffers.insert(B_HIST_COUNT_OLD, zeroed("sim/hist_count_old", n * 4));
@@ -598,6 +599,40 @@ impl GpuSim {
     pub fn stage_integrate(&mut self, name: &'static str) {
         let mut enc = self.encoder();
         self.encode_pass(&mut enc, name, |s, p| s.particle_kernel(p, name));
+        self.submit(enc);
+    }
+
+    /// Replaces all particle state (current order) with `state`, e.g. the
+    /// CPU twin's, so a stage can be compared from identical inputs.
+    pub fn upload(&mut self, state: &HostState) {
+        let q = &self.gpu.queue;
+        let b = &self.buffers;
+        q.write_buffer(&b[&B_POS], 0, bytemuck::cast_slice(&state.pos));
+        q.write_buffer(&b[&B_VEL], 0, bytemuck::cast_slice(&state.vel));
+        q.write_buffer(&b[&B_ANGVEL], 0, bytemuck::cast_slice(&state.angvel));
+        q.write_buffer(&b[&B_META], 0, bytemuck::cast_slice(&state.meta));
+        q.write_buffer(&b[&B_FORCE], 0, bytemuck::cast_slice(&state.force));
+        q.write_buffer(&b[&B_TORQUE], 0, bytemuck::cast_slice(&state.torque));
+        q.write_buffer(
+            &b[&B_HIST_COUNT],
+            0,
+            bytemuck::cast_slice(&state.hist_count),
+        );
+        q.write_buffer(&b[&B_HIST], 0, bytemuck::cast_slice(&state.hist));
+    }
+
+    /// Sets the step counter (the kernels' clock) on both sides.
+    pub fn set_step(&mut self, step: u32) {
+        self.gpu
+            .queue
+            .write_buffer(&self.buffers[&B_CLOCK], 0, bytemuck::bytes_of(&step));
+        self.step = step;
+    }
+
+    /// Resets the per-step counters, as each step does.
+    pub fn clear_step_counters(&mut self) {
+        let mut enc = self.encoder();
+        enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(12));
         self.submit(enc);
     }
 
