@@ -62,6 +62,8 @@ pub struct CpuSim {
     pub step: u32,
     /// Time integrator.
     pub integrator: Integrator,
+    scratch_f4: Vec<[f32; 4]>,
+    scratch_u4: Vec<[u32; 4]>,
 }
 
 impl CpuSim {
@@ -91,6 +93,8 @@ impl CpuSim {
             counters,
             step: 0,
             integrator: setup.integrator,
+            scratch_f4: Vec::new(),
+            scratch_u4: Vec::new(),
         };
         sim.counters[Counter::NanStep as usize].store(u32::MAX, Ordering::Relaxed);
         sim.counters[Counter::NanId as usize].store(u32::MAX, Ordering::Relaxed);
@@ -216,18 +220,20 @@ impl CpuSim {
     pub fn reorder_particles(&mut self) {
         let idx = &self.sorted_index;
         let s = &mut self.state;
-        s.pos = gather(&s.pos, idx);
-        s.vel = gather(&s.vel, idx);
-        s.angvel = gather(&s.angvel, idx);
-        s.meta = gather(&s.meta, idx);
+        let f4 = &mut self.scratch_f4;
+        gather(&mut s.pos, idx, f4);
+        gather(&mut s.vel, idx, f4);
+        gather(&mut s.angvel, idx, f4);
+        gather(&mut s.meta, idx, &mut self.scratch_u4);
     }
 
     /// Kernel `reorder_rk2`: gathers the RK2 start-of-step copies.
     pub fn reorder_rk2(&mut self) {
         let idx = &self.sorted_index;
-        self.pos0 = gather(&self.pos0, idx);
-        self.vel0 = gather(&self.vel0, idx);
-        self.angvel0 = gather(&self.angvel0, idx);
+        let f4 = &mut self.scratch_f4;
+        gather(&mut self.pos0, idx, f4);
+        gather(&mut self.vel0, idx, f4);
+        gather(&mut self.angvel0, idx, f4);
     }
 
     /// Kernel `reorder_history`: gathers the used history slots into
@@ -465,11 +471,16 @@ fn kick(v: &mut [f32; 4], f: &[f32; 4], h: f32) {
     }
 }
 
-fn gather<T: Copy + Send + Sync>(src: &[T], idx: &[u32]) -> Vec<T> {
-    idx.par_iter()
-        .with_min_len(MIN_LEN)
-        .map(|&i| src[i as usize])
-        .collect()
+/// `src` permuted by `idx` (`out[k] = src[idx[k]]`), through `scratch`,
+/// which keeps its allocation from step to step.
+fn gather<T: Copy + Send + Sync>(src: &mut Vec<T>, idx: &[u32], scratch: &mut Vec<T>) {
+    scratch.clear();
+    scratch.par_extend(
+        idx.par_iter()
+            .with_min_len(MIN_LEN * 4)
+            .map(|&i| src[i as usize]),
+    );
+    std::mem::swap(src, scratch);
 }
 
 /// The per-particle body of `compute_forces`, called for each candidate.
@@ -488,7 +499,7 @@ struct ForceSink<'a, 'b> {
 }
 
 impl NeighbourSink for ForceSink<'_, '_> {
-    #[inline]
+    #[inline(always)]
     fn visit(&mut self, j: usize) {
         interact_pair(
             self.i,
@@ -506,6 +517,7 @@ impl NeighbourSink for ForceSink<'_, '_> {
         );
     }
 }
+
 
 /// Kinetic energy (translational + rotational), joules, summed in f64 in
 /// particle order, and the largest speed, m/s.
