@@ -108,7 +108,7 @@ impl GridSpec {
     #[inline]
     pub fn cell_coord(&self, p: [f32; 3]) -> [i32; 3] {
         let inv = 1.0 / self.cell_size;
-        let c: [i32; 3] = std::array::from_fn(|a| ((p[a] - self.origin[a]) * inv).floor() as i32);
+        let c: [i32; 3] = std::array::from_fn(|a| floor_i32((p[a] - self.origin[a]) * inv));
         if self.hashed {
             c
         } else {
@@ -116,18 +116,36 @@ impl GridSpec {
         }
     }
 
-    /// Key of a cell. Dense: linear index, x fastest. Hashed: spatial hash.
+    /// Key of a cell: its linear index over the domain's cells, x fastest;
+    /// hashed grids take it modulo the (power-of-two) bucket count, in
+    /// wrapping 32-bit arithmetic, so cells that are neighbours along x are
+    /// neighbouring buckets and sorted particles stay close in memory.
     #[inline]
     pub fn cell_key(&self, c: [i32; 3]) -> u32 {
         if self.hashed {
-            let h = (c[0] as u32).wrapping_mul(73_856_093)
-                ^ (c[1] as u32).wrapping_mul(19_349_663)
-                ^ (c[2] as u32).wrapping_mul(83_492_791);
-            h & (self.num_keys - 1)
+            let (dx, dy) = (self.dims[0] as u32, self.dims[1] as u32);
+            let lin = (c[0] as u32)
+                .wrapping_add(dx.wrapping_mul((c[1] as u32).wrapping_add(dy.wrapping_mul(c[2] as u32))));
+            lin & (self.num_keys - 1)
         } else {
             (c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])) as u32
         }
     }
+}
+
+/// `floor(x) as i32`, saturating, without libm's `floorf` (a function call
+/// on x86-64 without SSE4.1; this runs for every candidate of every particle).
+#[inline(always)]
+pub fn floor_i32(x: f32) -> i32 {
+    if x >= 2_147_483_648.0 {
+        return i32::MAX;
+    }
+    if !(x >= -2_147_483_648.0) {
+        // Also NaN, which `as i32` turns into 0 as WGSL does.
+        return if x.is_nan() { 0 } else { i32::MIN };
+    }
+    let t = x as i32;
+    if (t as f32) > x { t - 1 } else { t }
 }
 
 #[cfg(test)]
@@ -145,6 +163,13 @@ mod tests {
         assert!(g.hashed);
         assert_eq!(g.num_keys, 2048);
         assert_eq!(g.dims, [4096; 3]);
+    }
+
+    #[test]
+    fn floor_matches_std() {
+        for x in [-3.5f32, -3.0, -0.0, 0.0, 0.2, 2.999_999_8, 1e9, -1e9, 5e30, -5e30, -0.000_001] {
+            assert_eq!(floor_i32(x), x.floor() as i32, "{x}");
+        }
     }
 
     #[test]

@@ -123,8 +123,9 @@ fn cell_key(c: vec3<i32>) -> u32 {
     if (params.hashed == 0u) {
         return u32(c.x + params.dim_x * (c.y + params.dim_y * c.z));
     }
-    let h = (bitcast<u32>(c.x) * 73856093u) ^ (bitcast<u32>(c.y) * 19349663u) ^ (bitcast<u32>(c.z) * 83492791u);
-    return h & (params.num_keys - 1u);
+    // Linear index modulo the bucket count (wrapping u32), as grid.rs.
+    let lin = bitcast<u32>(c.x) + bitcast<u32>(params.dim_x) * (bitcast<u32>(c.y) + bitcast<u32>(params.dim_y) * bitcast<u32>(c.z));
+    return lin & (params.num_keys - 1u);
 }
 
 @compute @workgroup_size(256)
