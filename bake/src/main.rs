@@ -287,9 +287,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             if particles {
-                writeln!(stdout, "id,x,y,z,vx,vy,vz,radius,body")?;
                 let mut id = 0usize;
-                for path in &files {
+                for (k, path) in files.iter().enumerate() {
                     let (_, asset) = pellet_formats::io::read_any(path, &limits)?;
                     let AnyAsset::SimState(state) = asset else {
                         anyhow::bail!(
@@ -298,6 +297,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             asset.kind()
                         );
                     };
+                    if k == 0 {
+                        writeln!(stdout, "id,x,y,z,vx,vy,vz,radius,body")?;
+                    }
                     for k in 0..state.positions.len() {
                         let (p, v) = (state.positions[k], state.velocities[k]);
                         let body = state.body_of_particle[k];

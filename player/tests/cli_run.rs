@@ -1,0 +1,103 @@
+//! `player run --headless` from the command line, as a user runs it.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use pellet_formats::assets::SimState;
+use pellet_formats::io::read_asset;
+
+fn player(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_player"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .unwrap()
+}
+
+fn scene(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/scenes")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn headless_run_writes_stats_and_snapshots_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    for backend in ["cpu", "gpu"] {
+        let stats = dir.path().join(format!("{backend}.jsonl"));
+        let save = dir.path().join(format!("{backend}.pellet"));
+        let every = dir.path().join(format!("{backend}-frames"));
+        let out = player(&[
+            "run",
+            &scene("ballpit.toml"),
+            "--headless",
+            "--steps",
+            "60",
+            "--backend",
+            backend,
+            "--stats",
+            stats.to_str().unwrap(),
+            "--stats-every",
+            "20",
+            "--save",
+            save.to_str().unwrap(),
+            "--save-every",
+            "30",
+            "--save-dir",
+            every.to_str().unwrap(),
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["steps"], 60);
+        assert_eq!(summary["particles"], 4096);
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&stats)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "stats every 20 of 60 steps");
+        for key in [
+            "step",
+            "time",
+            "kinetic_energy",
+            "max_speed",
+            "contacts",
+            "max_cell_occupancy",
+            "slot_overflows",
+            "ms_per_step",
+        ] {
+            assert!(lines[0].get(key).is_some(), "stats line lacks {key}");
+        }
+        assert_eq!(lines[2]["step"], 60);
+        let state: SimState = read_asset(&save, &Default::default()).unwrap();
+        assert_eq!(state.step, 60);
+        assert_eq!(state.positions.len(), 4096);
+        for step in [30, 60] {
+            assert!(every.join(format!("state_{step:08}.pellet")).exists());
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_no_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "[domain]\nmin = [0, 0, 0]\nmax = [1, 1]\n").unwrap();
+    for args in [
+        vec!["run", broken.to_str().unwrap(), "--headless", "--steps", "1"],
+        vec!["run", "/nonexistent/scene.toml", "--headless"],
+        vec!["run", &scene("ballpit.toml")],
+        vec!["run", &scene("ballpit.toml"), "--headless", "--stats-every", "0"],
+    ] {
+        let out = player(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("player: "), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
