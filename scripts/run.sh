@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main command: sets up a fresh machine, builds Pellet in release mode,
 # shows the GPU it will use, bakes the Stanford bunny into a particle body
-# (with a preview PNG) and shows what a scene holds.
+# (with a preview PNG), shows what a scene holds and simulates 2000 steps of it.
 # Usage: bash scripts/run.sh [scene.toml]   (default: assets/scenes/ballpit.toml)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,3 +17,5 @@ echo
 echo "preview: $out/bunny.png"
 echo
 ./target/release/player info "$scene"
+echo
+./target/release/player run "$scene" --headless --steps 2000 --stats "$out/stats.jsonl" --save "$out/state.pellet"

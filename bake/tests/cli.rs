@@ -342,24 +342,37 @@ fn bake_table_then_inspect_at_a_ratio_and_as_json() {
 
 #[test]
 fn inspect_particles_prints_a_saved_state_as_csv() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/tests/golden");
     let state_file = golden_files()
         .into_iter()
         .find(|p| p.to_string_lossy().contains("sim_state"))
         .expect("golden sim state");
-    let (_, asset) = decode_any(&std::fs::read(&state_file).expect("read"), &DecodeLimits::default())
-        .expect("decode");
+    let (_, asset) = decode_any(
+        &std::fs::read(&state_file).expect("read"),
+        &DecodeLimits::default(),
+    )
+    .expect("decode");
     let pellet_formats::AnyAsset::SimState(state) = asset else {
         panic!("not a sim state")
     };
-    let out = bake(&[OsStr::new("inspect"), state_file.as_os_str(), OsStr::new("--particles")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bake(&[
+        OsStr::new("inspect"),
+        state_file.as_os_str(),
+        OsStr::new("--particles"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).expect("utf8");
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("id,x,y,z,vx,vy,vz,radius,body"));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), state.positions.len());
-    let first: Vec<f64> = rows[0].split(',').map(|v| v.parse().expect("number")).collect();
+    let first: Vec<f64> = rows[0]
+        .split(',')
+        .map(|v| v.parse().expect("number"))
+        .collect();
     assert_eq!(first.len(), 9);
     assert_eq!(first[1] as f32, state.positions[0][0]);
     // Not a state: one line naming the file.
@@ -367,6 +380,10 @@ fn inspect_particles_prints_a_saved_state_as_csv() {
         .into_iter()
         .find(|p| !p.to_string_lossy().contains("sim_state"))
         .expect("another golden file");
-    let out = bake(&[OsStr::new("inspect"), other.as_os_str(), OsStr::new("--particles")]);
+    let out = bake(&[
+        OsStr::new("inspect"),
+        other.as_os_str(),
+        OsStr::new("--particles"),
+    ]);
     assert_one_line_error(&out, &other);
 }

@@ -53,6 +53,9 @@ fn main() -> anyhow::Result<()> {
     if wanted("neighbour model") {
         rows.extend(cases::neighbour_model::run(samples, cli.quick));
     }
+    if wanted("particle simulation") {
+        rows.extend(cases::sim::run(samples, cli.quick));
+    }
     if wanted("formats") {
         eprintln!("bench: formats ({particles} particles, {samples} samples)");
         rows.extend(cases::formats::run(particles, samples));

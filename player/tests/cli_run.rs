@@ -50,7 +50,11 @@ fn headless_run_writes_stats_and_snapshots_on_both_backends() {
             every.to_str().unwrap(),
             "--json",
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(summary["steps"], 60);
         assert_eq!(summary["particles"], 4096);
@@ -88,10 +92,22 @@ fn bad_input_is_one_line_and_no_panic() {
     let broken = dir.path().join("broken.toml");
     std::fs::write(&broken, "[domain]\nmin = [0, 0, 0]\nmax = [1, 1]\n").unwrap();
     for args in [
-        vec!["run", broken.to_str().unwrap(), "--headless", "--steps", "1"],
+        vec![
+            "run",
+            broken.to_str().unwrap(),
+            "--headless",
+            "--steps",
+            "1",
+        ],
         vec!["run", "/nonexistent/scene.toml", "--headless"],
         vec!["run", &scene("ballpit.toml")],
-        vec!["run", &scene("ballpit.toml"), "--headless", "--stats-every", "0"],
+        vec![
+            "run",
+            &scene("ballpit.toml"),
+            "--headless",
+            "--stats-every",
+            "0",
+        ],
     ] {
         let out = player(&args);
         let err = String::from_utf8_lossy(&out.stderr);

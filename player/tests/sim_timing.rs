@@ -14,7 +14,8 @@ use pellet_player::sim::{ForceKind, GridMode};
 #[test]
 #[ignore]
 fn gpu_stage_timings() {
-    let path = std::env::var("PELLET_TIMING_SCENE").unwrap_or_else(|_| "../assets/scenes/ballpit.toml".into());
+    let path = std::env::var("PELLET_TIMING_SCENE")
+        .unwrap_or_else(|_| "../assets/scenes/ballpit.toml".into());
     let setup = load_setup(Path::new(&path), GridMode::Auto).unwrap();
     let gpu = Arc::new(Gpu::new(BackendChoice::Auto).unwrap());
     let mut sim = GpuSim::new(gpu, &setup).unwrap();
@@ -27,7 +28,10 @@ fn gpu_stage_timings() {
             f(sim);
         }
         sim.wait().unwrap();
-        println!("{name:>14}: {:8.3} ms", t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        println!(
+            "{name:>14}: {:8.3} ms",
+            t.elapsed().as_secs_f64() * 1e3 / reps as f64
+        );
     };
     time(&mut sim, "sort", &|s| s.stage_sort(false));
     time(&mut sim, "forces", &|s| s.stage_forces(ForceKind::Commit));

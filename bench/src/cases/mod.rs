@@ -5,3 +5,4 @@ pub mod bake_mesh;
 pub mod formats;
 pub mod neighbour_model;
 pub mod peers;
+pub mod sim;

@@ -76,6 +76,7 @@ pub(crate) struct Acc {
 /// for one contact.
 /// `xi_old` is the stored spring (zero for a new contact).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn contact_force(
     n: V3,
     delta: f32,

@@ -518,7 +518,6 @@ impl NeighbourSink for ForceSink<'_, '_> {
     }
 }
 
-
 /// Kinetic energy (translational + rotational), joules, summed in f64 in
 /// particle order, and the largest speed, m/s.
 pub fn kinetic_energy(state: &HostState) -> (f64, f64) {

@@ -108,6 +108,9 @@ impl std::fmt::Debug for GpuSim {
     }
 }
 
+/// Keys (pre-sort order), cell starts and the sorted order.
+pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
+
 /// Which bindings each entry point uses, read from the shader.
 fn reflect_bindings() -> Result<BTreeMap<String, Vec<u32>>, SimError> {
     use wgpu::naga;
@@ -663,7 +666,7 @@ impl GpuSim {
 
     /// The counting sort's outputs: keys (in the pre-sort order), cell
     /// starts and the sorted order.
-    pub fn download_grid(&self) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>), SimError> {
+    pub fn download_grid(&self) -> Result<GridBuffers, SimError> {
         let n = self.params.n as usize;
         Ok((
             self.read(B_KEYS, n)?,

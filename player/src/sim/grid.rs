@@ -124,8 +124,9 @@ impl GridSpec {
     pub fn cell_key(&self, c: [i32; 3]) -> u32 {
         if self.hashed {
             let (dx, dy) = (self.dims[0] as u32, self.dims[1] as u32);
-            let lin = (c[0] as u32)
-                .wrapping_add(dx.wrapping_mul((c[1] as u32).wrapping_add(dy.wrapping_mul(c[2] as u32))));
+            let lin = (c[0] as u32).wrapping_add(
+                dx.wrapping_mul((c[1] as u32).wrapping_add(dy.wrapping_mul(c[2] as u32))),
+            );
             lin & (self.num_keys - 1)
         } else {
             (c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])) as u32
@@ -140,9 +141,11 @@ pub fn floor_i32(x: f32) -> i32 {
     if x >= 2_147_483_648.0 {
         return i32::MAX;
     }
-    if !(x >= -2_147_483_648.0) {
-        // Also NaN, which `as i32` turns into 0 as WGSL does.
-        return if x.is_nan() { 0 } else { i32::MIN };
+    if x.is_nan() {
+        return 0;
+    }
+    if x < -2_147_483_648.0 {
+        return i32::MIN;
     }
     let t = x as i32;
     if (t as f32) > x { t - 1 } else { t }
@@ -167,7 +170,19 @@ mod tests {
 
     #[test]
     fn floor_matches_std() {
-        for x in [-3.5f32, -3.0, -0.0, 0.0, 0.2, 2.999_999_8, 1e9, -1e9, 5e30, -5e30, -0.000_001] {
+        for x in [
+            -3.5f32,
+            -3.0,
+            -0.0,
+            0.0,
+            0.2,
+            2.999_999_8,
+            1e9,
+            -1e9,
+            5e30,
+            -5e30,
+            -0.000_001,
+        ] {
             assert_eq!(floor_i32(x), x.floor() as i32, "{x}");
         }
     }

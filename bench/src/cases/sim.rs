@@ -1,0 +1,222 @@
+//! The particle core against LIGGGHTS 3.8 on the same touching simple-cubic
+//! pack (`bench/peers/liggghts_pack.in`): spheres of radius 10 mm at spacing
+//! 20 mm in a walled box, gravity, kn = 10^4 N/m, kt = 2/7 kn, restitution
+//! 0.5, friction 0.5, dt = 10^-5 s. Both sides take the same warm-up steps
+//! untimed, then the same timed steps; LIGGGHTS times itself ("Loop time").
+//!
+//! Also measures this machine's memory bandwidth (a parallel copy) and sets
+//! it against the bytes the CPU backend must stream per particle-step.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use pellet_gpu::{BackendChoice, Gpu};
+use pellet_player::sim::run::load_setup;
+use pellet_player::sim::{GridMode, Simulation};
+
+use crate::harness::{Row, Timing, time};
+
+/// Bytes the CPU backend streams per particle-step with ~6 contacts per
+/// particle, counted array by array from the kernels (neighbour reads are
+/// assumed to hit cache, since particles are sorted by cell): verlet_begin
+/// 128, cell_keys 28, scan 8, scatter 20, sort_cells 16, reorder_particles
+/// 132, reorder_history 200, compute_forces 300, verlet_end 96.
+pub const CPU_BYTES_PER_PARTICLE_STEP: f64 = 928.0;
+
+fn scene_toml(n: u32, slots: u32) -> String {
+    let side = f64::from(n) * 0.02;
+    format!(
+        "name = \"pack{n}\"\n[simulation]\nparticle_radius = 0.01\ngravity = [0, -9.81, 0]\ntime_step = 1e-5\ncontact_slots = {slots}\n\
+         [domain]\nmin = [0, 0, 0]\nmax = [{side}, {side}, {side}]\n\
+         [materials.default]\ndensity = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5\n\
+         [[particles]]\nregion = {{ min = [0, 0, 0], max = [{side}, {side}, {side}] }}\nspacing = 0.02\n"
+    )
+}
+
+/// Median wall time of `steps` steps after `warm` untimed ones, fresh each sample.
+fn pellet(
+    scene: &Path,
+    gpu: Option<&Arc<Gpu>>,
+    warm: u32,
+    steps: u32,
+    samples: usize,
+) -> anyhow::Result<(Timing, u64)> {
+    let setup = load_setup(scene, GridMode::Auto)?;
+    let mut overflows = 0;
+    let mut runs = Vec::new();
+    for _ in 0..samples {
+        let mut sim = match gpu {
+            Some(g) => Simulation::gpu(g.clone(), &setup)?,
+            None => Simulation::cpu(&setup),
+        };
+        sim.advance(warm)?;
+        sim.stats()?;
+        let start = Instant::now();
+        let mut left = steps;
+        while left > 0 {
+            let k = left.min(50);
+            sim.advance(k)?;
+            left -= k;
+        }
+        sim.stats()?; // waits for the GPU
+        runs.push(start.elapsed().as_secs_f64());
+        overflows = sim.stats()?.slot_overflows;
+    }
+    runs.sort_by(f64::total_cmp);
+    Ok((
+        Timing {
+            median_s: runs[runs.len() / 2],
+            min_s: runs[0],
+            max_s: runs[runs.len() - 1],
+            samples: runs.len(),
+        },
+        overflows,
+    ))
+}
+
+/// LIGGGHTS' own loop time for `steps` steps after `warm`, on `procs` ranks.
+fn liggghts(n: u32, warm: u32, steps: u32, procs: u32, samples: usize) -> Option<Timing> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/liggghts_run.sh");
+    let mut runs = Vec::new();
+    for _ in 0..samples {
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(n.to_string())
+            .arg(steps.to_string())
+            .env("WARM", warm.to_string())
+            .env("LIGGGHTS_PROCS", procs.to_string())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "bench: LIGGGHTS did not run: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        runs.push(v["seconds"].as_f64()?);
+    }
+    runs.sort_by(f64::total_cmp);
+    Some(Timing {
+        median_s: runs[runs.len() / 2],
+        min_s: runs[0],
+        max_s: runs[runs.len() - 1],
+        samples: runs.len(),
+    })
+}
+
+/// Copy bandwidth (bytes read + written per second) over 256 MiB, all threads.
+pub fn memory_bandwidth() -> f64 {
+    let n = 32 << 20; // 32 Mi f64 = 256 MiB
+    let src = vec![1.0f64; n];
+    let mut dst = vec![0.0f64; n];
+    let t = time(5, || {
+        dst.par_chunks_mut(1 << 16)
+            .zip(src.par_chunks(1 << 16))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    });
+    2.0 * (n * 8) as f64 / t.median_s
+}
+
+/// Rows for the 80 k and 1 M packs, CPU and GPU paths, against LIGGGHTS on 1 and 2 ranks.
+pub fn run(samples: usize, quick: bool) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let dir = std::env::temp_dir().join(format!("pellet-bench-sim-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("bench: cannot create {}: {e}", dir.display());
+        return rows;
+    }
+    let gpu = Gpu::new(BackendChoice::Auto).ok().map(Arc::new);
+    let bandwidth = memory_bandwidth();
+    let threads = rayon::current_num_threads();
+    let samples = samples.clamp(3, 3);
+    // (pack side, warm-up steps, timed steps CPU, timed steps GPU, history slots)
+    let cases: &[(u32, u32, u32, u32, u32)] = if quick {
+        &[(20, 20, 50, 20, 12)]
+    } else {
+        &[(43, 100, 200, 50, 12), (100, 10, 20, 5, 8)]
+    };
+    for &(n, warm, cpu_steps, gpu_steps, slots) in cases {
+        let particles = u64::from(n).pow(3);
+        let scene = dir.join(format!("pack{n}.toml"));
+        if let Err(e) = std::fs::write(&scene, scene_toml(n, slots)) {
+            eprintln!("bench: {e}");
+            continue;
+        }
+        let workload = |steps: u32| {
+            format!(
+                "{particles} spheres, simple-cubic touching pack, {warm} warm-up + {steps} steps"
+            )
+        };
+        for (backend, steps) in [("CPU backend", cpu_steps), ("GPU path", gpu_steps)] {
+            let gpu_ref = if backend == "GPU path" {
+                match &gpu {
+                    Some(g) => Some(g),
+                    None => continue,
+                }
+            } else {
+                None
+            };
+            eprintln!("bench: sim {backend}, {particles} particles");
+            let (timing, overflows) = match pellet(&scene, gpu_ref, warm, steps, samples) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("bench: sim {backend} failed: {e}");
+                    continue;
+                }
+            };
+            let rate = particles as f64 * f64::from(steps) / timing.median_s;
+            for procs in [1u32, 2] {
+                eprintln!("bench: LIGGGHTS on {procs} rank(s), {particles} particles");
+                let peer = liggghts(n, warm, steps, procs, samples);
+                let peer_rate = peer
+                    .as_ref()
+                    .map(|p| particles as f64 * f64::from(steps) / p.median_s);
+                let mut notes = format!(
+                    "Pellet {:.2} M particle-steps/s on {}",
+                    rate / 1e6,
+                    if gpu_ref.is_some() {
+                        gpu.as_ref().map_or("GPU".into(), |g| g.report.name.clone())
+                    } else {
+                        format!("{threads} threads")
+                    }
+                );
+                if let Some(r) = peer_rate {
+                    notes += &format!("; LIGGGHTS {:.2} M/s on {procs} rank(s)", r / 1e6);
+                }
+                if gpu_ref.is_none() {
+                    notes += &format!(
+                        "; streams ~{CPU_BYTES_PER_PARTICLE_STEP:.0} B/particle-step: {:.1} GB/s of {:.1} GB/s measured copy bandwidth",
+                        rate * CPU_BYTES_PER_PARTICLE_STEP / 1e9,
+                        bandwidth / 1e9
+                    );
+                }
+                if overflows > 0 {
+                    notes += &format!("; {overflows} contact-slot overflows ({slots} slots)");
+                }
+                rows.push(Row {
+                    group: "particle simulation",
+                    name: format!(
+                        "{backend} vs LIGGGHTS ({procs} rank{})",
+                        if procs > 1 { "s" } else { "" }
+                    ),
+                    workload: workload(steps),
+                    pellet: timing.clone(),
+                    peer: format!(
+                        "LIGGGHTS 3.8 hooke/history, {procs} MPI rank{}",
+                        if procs > 1 { "s" } else { "" }
+                    ),
+                    peer_timing: peer,
+                    notes,
+                });
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    rows
+}
