@@ -41,4 +41,7 @@ pub enum BakeError {
     /// A scene file is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),
+    /// Anything else, with the file it concerns in the message.
+    #[error("{0}")]
+    Invalid(String),
 }

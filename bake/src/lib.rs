@@ -11,6 +11,7 @@ pub mod mesh;
 pub mod pack;
 pub mod preview;
 pub mod progress;
+pub mod scene_bake;
 pub mod table;
 pub mod table_validation;
 pub mod voxel;

@@ -49,6 +49,30 @@ enum Command {
     ///
     /// Example: bake mesh assets/meshes/bunny.glb -o bunny.pellet --resolution 128 --preview bunny.png
     Mesh(MeshArgs),
+    /// Bake every mesh a scene references into a servable baked folder.
+    ///
+    /// Each `[[bodies]]` mesh is voxelized at twice the body's particle
+    /// radius (the exact CPU voxelizer) and stored as a content-addressed
+    /// object `<blake3>.pellet`; particle files become objects too; then the
+    /// baked scene, and last `manifest.pellet`, each written atomically.
+    /// Bodies whose mesh and settings did not change since the last bake of
+    /// the same folder are reused, not baked again. Serve the folder with any
+    /// static HTTP server; `player run DIR` plays it.
+    ///
+    /// Example: bake scene assets/scenes/bunnies.toml -o baked/bunnies
+    Scene {
+        /// The scene (TOML).
+        scene: PathBuf,
+        /// The baked folder to write (created if missing).
+        #[arg(short, long, value_name = "DIR")]
+        output: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// No progress output.
+        #[arg(short, long)]
+        quiet: bool,
+    },
     /// Bake the neighbour-overlap table used to predict neighbour counts.
     ///
     /// For search radius eps and grid cells of length l, entry E(Cq, Cj) is
@@ -112,6 +136,11 @@ enum Command {
         /// `id,x,y,z,vx,vy,vz,radius,body` (metres, m/s; body -1 for free particles).
         #[arg(long, conflicts_with_all = ["json", "points", "ratio"])]
         particles: bool,
+        /// Print a saved simulation state's rigid bodies as CSV
+        /// `id,x,y,z,qw,qx,qy,qz,vx,vy,vz,wx,wy,wz` (centre of mass in metres,
+        /// orientation quaternion, velocity m/s, angular velocity rad/s).
+        #[arg(long, conflicts_with_all = ["json", "points", "ratio", "particles"])]
+        bodies: bool,
         /// Refuse payloads declared larger than this many MiB.
         #[arg(long, value_name = "MIB", default_value_t = 1024)]
         max_payload_mib: u64,
@@ -233,6 +262,44 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mesh(args) => mesh(args),
+        Command::Scene {
+            scene,
+            output,
+            json,
+            quiet,
+        } => {
+            let progress = Progress::new(!quiet);
+            let report =
+                pellet_bake::scene_bake::bake_scene(&scene, &output, Voxelizer::Cpu, &progress);
+            progress.finish();
+            let report = report?;
+            let mut stdout = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut stdout, &report)?;
+                writeln!(stdout)?;
+            } else {
+                for b in &report.bodies {
+                    writeln!(
+                        stdout,
+                        "{:<8} {} -> {}.pellet ({} particles)",
+                        if b.baked { "baked" } else { "unchanged" },
+                        b.mesh,
+                        &b.object[..16],
+                        b.particles
+                    )?;
+                }
+                writeln!(
+                    stdout,
+                    "{} -> {}: {} objects, {} bytes, manifest.pellet",
+                    report.scene,
+                    report.folder.display(),
+                    report.objects,
+                    report.bytes
+                )?;
+            }
+            stdout.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Table(args) => table(args),
         Command::ValidateTable {
             table,
@@ -247,6 +314,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ratio,
             points,
             particles,
+            bodies,
             max_payload_mib,
         } => {
             let limits = DecodeLimits {
@@ -281,6 +349,55 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                                 )?;
                             }
                         }
+                    }
+                }
+                stdout.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if bodies {
+                let mut id = 0usize;
+                for (k, path) in files.iter().enumerate() {
+                    let (_, asset) = pellet_formats::io::read_any(path, &limits)?;
+                    let AnyAsset::SimState(state) = asset else {
+                        anyhow::bail!(
+                            "{}: --bodies needs a saved simulation state (player run --save), this is a {}",
+                            path.display(),
+                            asset.kind()
+                        );
+                    };
+                    if k == 0 {
+                        writeln!(stdout, "id,x,y,z,qw,qx,qy,qz,vx,vy,vz,wx,wy,wz")?;
+                    }
+                    for (b, body) in state.bodies.iter().enumerate() {
+                        let (p, q) = (body.position, body.orientation);
+                        let v = state
+                            .body_velocities
+                            .get(b)
+                            .copied()
+                            .unwrap_or([f32::NAN; 3]);
+                        let w = state
+                            .body_angular_velocities
+                            .get(b)
+                            .copied()
+                            .unwrap_or([f32::NAN; 3]);
+                        writeln!(
+                            stdout,
+                            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                            p[0],
+                            p[1],
+                            p[2],
+                            q[3],
+                            q[0],
+                            q[1],
+                            q[2],
+                            v[0],
+                            v[1],
+                            v[2],
+                            w[0],
+                            w[1],
+                            w[2]
+                        )?;
+                        id += 1;
                     }
                 }
                 stdout.flush()?;

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod assets;
+pub mod baked_folder;
 pub mod blob;
 pub mod container;
 pub mod error;

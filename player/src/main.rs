@@ -70,7 +70,8 @@ enum Command {
     ///
     /// Then `bake inspect end.pellet --particles` prints the particles as CSV.
     Run {
-        /// Scene file (TOML).
+        /// Scene file (TOML; its bodies' meshes are baked into the cache as
+        /// needed), or a baked folder written by `bake scene`.
         scene: PathBuf,
         /// Run without a window (the only mode this build has).
         #[arg(long)]
@@ -102,6 +103,10 @@ enum Command {
         /// Dense cells, hashed cells, or chosen by size.
         #[arg(long, value_enum, default_value_t = GridArg::Auto)]
         grid: GridArg,
+        /// Where meshes of `[[bodies]]` are baked and kept (default
+        /// `$XDG_CACHE_HOME/pellet/bodies`).
+        #[arg(long, value_name = "DIR")]
+        cache_dir: Option<PathBuf>,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -244,6 +249,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             save_every,
             save_dir,
             grid,
+            cache_dir,
             json,
         } => {
             anyhow::ensure!(
@@ -267,6 +273,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                     GridArg::Dense => GridMode::Dense,
                     GridArg::Hashed => GridMode::Hashed,
                 },
+                cache_dir,
             };
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
@@ -290,8 +297,8 @@ fn run(command: Command) -> anyhow::Result<()> {
                 writeln!(out, "backend      {}", summary.backend)?;
                 writeln!(
                     out,
-                    "particles    {}, dt {:.3e} s, {} steps ({:.4} s simulated)",
-                    summary.particles, summary.dt, summary.steps, l.time
+                    "particles    {} in all, {} bodies, dt {:.3e} s, {} steps ({:.4} s simulated)",
+                    summary.particles, summary.bodies, summary.dt, summary.steps, l.time
                 )?;
                 writeln!(
                     out,

@@ -47,6 +47,7 @@ fn state(n: usize) -> SimState {
         radii: PodVec(vec![0.005; n]),
         body_of_particle: PodVec(vec![FREE_PARTICLE; n]),
         bodies: PodVec(Vec::new()),
+        ..Default::default()
     }
 }
 

@@ -44,6 +44,13 @@ pub struct SimState {
     pub body_of_particle: PodVec<u32>,
     /// Rigid body states.
     pub bodies: PodVec<BodyState>,
+    /// Per body, the linear velocity of its centre of mass, m/s (empty in
+    /// states saved before it existed).
+    #[serde(default)]
+    pub body_velocities: PodVec<[f32; 3]>,
+    /// Per body, the world angular velocity, rad/s (empty in older states).
+    #[serde(default)]
+    pub body_angular_velocities: PodVec<[f32; 3]>,
 }
 
 impl Asset for SimState {
@@ -89,6 +96,19 @@ impl Asset for SimState {
                 ),
             ));
         }
+        for (name, len) in [
+            ("body_velocities", self.body_velocities.len()),
+            (
+                "body_angular_velocities",
+                self.body_angular_velocities.len(),
+            ),
+        ] {
+            if len != 0 {
+                validate::length(name, len, bodies, "one per body, or none")?;
+            }
+        }
+        validate::all_finite("body_velocities", &self.body_velocities)?;
+        validate::all_finite("body_angular_velocities", &self.body_angular_velocities)?;
         for (i, b) in self.bodies.iter().enumerate() {
             let field = format!("bodies[{i}]");
             validate::all_finite(&field, &[b.position, b.linear_momentum, b.angular_momentum])?;

@@ -620,6 +620,20 @@ impl Scene {
         Ok(())
     }
 
+    /// Radius of the particles of body entry `spec`, metres: its own
+    /// `particle_radius`, else the scene's. Bodies are voxelized at twice this.
+    pub fn body_particle_radius(&self, spec: &BodySpec) -> f32 {
+        spec.particle_radius
+            .unwrap_or(self.simulation.particle_radius)
+    }
+
+    /// Density body entry `spec` is baked with, kg/m^3: its own `density`,
+    /// else its material's (a `mass` rescales the baked mass properties).
+    pub fn body_density(&self, spec: &BodySpec) -> f32 {
+        spec.density
+            .unwrap_or_else(|| self.material(&spec.material).unwrap_or_default().density)
+    }
+
     /// Number of body instances after expanding arrays.
     pub fn body_instance_count(&self) -> u64 {
         self.bodies

@@ -272,6 +272,7 @@ fn a_saved_simulation_state_is_a_particle_file() {
         radii: PodVec(vec![0.01, 0.02]),
         body_of_particle: PodVec(vec![FREE_PARTICLE; 2]),
         bodies: PodVec(Vec::new()),
+        ..Default::default()
     };
     crate::io::write_asset(&dir.path().join("settled.pellet"), &state).expect("write");
     let scene = parse(&format!(

@@ -174,6 +174,11 @@ pub(crate) fn interact_pair(
     if mi[2] != u32::MAX && mi[2] == mj[2] {
         return;
     }
+    let (vi, vj) = (vel[i], vel[j]);
+    if vi[3] + vj[3] == 0.0 {
+        // Two immovable particles (static or kinematic bodies).
+        return;
+    }
     let dist = dist2.sqrt();
     let n = if dist > 0.0 {
         scale(d, 1.0 / dist)
@@ -183,7 +188,6 @@ pub(crate) fn interact_pair(
         [0.0, -1.0, 0.0]
     };
     let delta = rsum - dist;
-    let (vi, vj) = (vel[i], vel[j]);
     let (wi, wj) = (angvel[i], angvel[j]);
     let m_eff = 1.0 / (vi[3] + vj[3]);
     let vr = [vi[0] - vj[0], vi[1] - vj[1], vi[2] - vj[2]];

@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 
+use super::body::{BodyGpu, body_begin, body_end, body_particle, body_reduce};
 use super::contact::{Acc, V3, bad, dot, interact_pair, interact_wall, scale};
 use super::grid::GridSpec;
-use super::setup::{PairParams, Params, SimSetup, WallParams};
+use super::setup::{FREE, PairParams, Params, SimSetup, WallParams};
 use pellet_formats::scene::Integrator;
 
 use super::{
@@ -34,6 +35,14 @@ pub struct CpuSim {
     pub pairs: Vec<PairParams>,
     /// Walls.
     pub walls: Vec<WallParams>,
+    /// Rigid bodies.
+    pub bodies: Vec<BodyGpu>,
+    /// Force on each body (sum over its particles), N.
+    pub body_force: Vec<[f32; 4]>,
+    /// Torque on each body about its centre of mass, N m.
+    pub body_torque: Vec<[f32; 4]>,
+    /// Current index of each particle id.
+    pub inv_index: Vec<u32>,
     /// Particle state in the current (cell-sorted) order.
     pub state: HostState,
     /// RK2 start-of-step copies.
@@ -79,6 +88,10 @@ impl CpuSim {
             grid: setup.grid,
             pairs: setup.pairs.clone(),
             walls: setup.walls.clone(),
+            bodies: setup.bodies.clone(),
+            body_force: vec![[0.0; 4]; setup.bodies.len()],
+            body_torque: vec![[0.0; 4]; setup.bodies.len()],
+            inv_index: (0..n as u32).collect(),
             state: HostState::new(&setup.particles, setup.slots),
             pos0: Vec::new(),
             vel0: Vec::new(),
@@ -127,6 +140,7 @@ impl CpuSim {
     pub fn prime(&mut self) {
         self.sort(false);
         self.compute_forces(ForceKind::Prime);
+        self.body_reduce();
     }
 
     /// Takes `steps` whole steps, kernels in the GPU's order.
@@ -136,9 +150,14 @@ impl CpuSim {
             match self.integrator {
                 Integrator::VelocityVerlet => {
                     self.verlet_begin();
+                    self.body_begin();
+                    self.body_particles();
                     self.sort(false);
                     self.compute_forces(ForceKind::Commit);
                     self.verlet_end();
+                    self.body_reduce();
+                    self.body_end();
+                    self.body_particles();
                 }
                 Integrator::Rk2 => {
                     self.sort(false);
@@ -225,6 +244,67 @@ impl CpuSim {
         gather(&mut s.vel, idx, f4);
         gather(&mut s.angvel, idx, f4);
         gather(&mut s.meta, idx, &mut self.scratch_u4);
+        gather(&mut s.local, idx, f4);
+        for (k, m) in s.meta.iter().enumerate() {
+            self.inv_index[m[0] as usize] = k as u32;
+        }
+    }
+
+    // ---- rigid bodies -----------------------------------------------------
+
+    /// Kernel `body_begin`.
+    pub fn body_begin(&mut self) {
+        body_begin(
+            &mut self.bodies,
+            &self.body_force,
+            &self.body_torque,
+            self.params.dt,
+        );
+    }
+
+    /// Kernel `body_end`.
+    pub fn body_end(&mut self) {
+        body_end(
+            &mut self.bodies,
+            &self.body_force,
+            &self.body_torque,
+            self.params.dt,
+        );
+    }
+
+    /// Kernel `body_particles`: body particles follow their bodies.
+    pub fn body_particles(&mut self) {
+        if self.bodies.is_empty() {
+            return;
+        }
+        let bodies = &self.bodies;
+        let s = &mut self.state;
+        s.pos
+            .par_iter_mut()
+            .zip(s.vel.par_iter_mut())
+            .zip(s.angvel.par_iter_mut())
+            .zip(s.meta.par_iter().zip(s.local.par_iter()))
+            .with_min_len(MIN_LEN)
+            .for_each(|(((p, v), w), (m, l))| {
+                if m[2] != FREE {
+                    body_particle(&bodies[m[2] as usize], l, p, v, w);
+                }
+            });
+        self.check_nan();
+    }
+
+    /// Kernel `body_reduce`: every body's force and torque.
+    pub fn body_reduce(&mut self) {
+        let s = &self.state;
+        let (inv, bodies) = (&self.inv_index, &self.bodies);
+        let sums: Vec<([f32; 4], [f32; 4])> = bodies
+            .par_iter()
+            .map(|b| body_reduce(b, inv, &s.pos, &s.force, &s.torque))
+            .collect();
+        for (k, (f, t)) in sums.into_iter().enumerate() {
+            self.body_force[k] = f;
+            self.body_torque[k] = t;
+        }
     }
 
     /// Kernel `reorder_rk2`: gathers the RK2 start-of-step copies.
@@ -296,7 +376,7 @@ impl CpuSim {
             .for_each(|(i, (((force, torque), hist), hist_count))| {
                 let pi = pos[i];
                 let vi = vel[i];
-                let m_i = 1.0 / vi[3];
+                let m_i = if vi[3] > 0.0 { 1.0 / vi[3] } else { 0.0 };
                 let old = &hist_old[i * slots..i * slots + hist_count_old[i] as usize];
                 let mut acc = Acc {
                     force: scale(
@@ -320,7 +400,7 @@ impl CpuSim {
                 };
                 for_each_neighbour(&grid, cell_start, pos, i, &mut sink);
                 for (w, wall) in walls.iter().enumerate() {
-                    if time < wall.remove_at {
+                    if vi[3] > 0.0 && time < wall.remove_at {
                         interact_wall(
                             w, wall, &pi, &vi, &angvel[i], meta[i][1], pairs, &params, mode, old,
                             hist, &mut acc,
@@ -380,8 +460,12 @@ impl CpuSim {
             .zip(s.vel.par_iter_mut())
             .zip(s.angvel.par_iter_mut())
             .zip(s.force.par_iter().zip(s.torque.par_iter()))
+            .zip(s.meta.par_iter())
             .with_min_len(MIN_LEN)
-            .for_each(|(((p, v), w), (f, t))| {
+            .for_each(|((((p, v), w), (f, t)), m)| {
+                if m[2] != FREE {
+                    return;
+                }
                 kick(v, f, half);
                 kick(w, t, half);
                 for a in 0..3 {
@@ -399,10 +483,13 @@ impl CpuSim {
             .par_iter_mut()
             .zip(s.angvel.par_iter_mut())
             .zip(s.force.par_iter().zip(s.torque.par_iter()))
+            .zip(s.meta.par_iter())
             .with_min_len(MIN_LEN)
-            .for_each(|((v, w), (f, t))| {
-                kick(v, f, half);
-                kick(w, t, half);
+            .for_each(|(((v, w), (f, t)), m)| {
+                if m[2] == FREE {
+                    kick(v, f, half);
+                    kick(w, t, half);
+                }
             });
         self.check_nan();
     }
@@ -525,11 +612,14 @@ pub fn kinetic_energy(state: &HostState) -> (f64, f64) {
     let mut vmax = 0.0f64;
     for ((v, w), p) in state.vel.iter().zip(&state.angvel).zip(&state.pos) {
         let _ = p;
-        let m = 1.0 / f64::from(v[3]);
-        let i = 1.0 / f64::from(w[3]);
         let v2 = f64::from(v[0]).powi(2) + f64::from(v[1]).powi(2) + f64::from(v[2]).powi(2);
         let w2 = f64::from(w[0]).powi(2) + f64::from(w[1]).powi(2) + f64::from(w[2]).powi(2);
-        ke += 0.5 * m * v2 + 0.5 * i * w2;
+        if v[3] > 0.0 {
+            ke += 0.5 * v2 / f64::from(v[3]);
+        }
+        if w[3] > 0.0 {
+            ke += 0.5 * w2 / f64::from(w[3]);
+        }
         vmax = vmax.max(v2.sqrt());
     }
     (ke, vmax)
@@ -596,7 +686,7 @@ pub fn spring_energy(sim: &CpuSim) -> f64 {
 /// Total linear momentum, kg m/s, summed in f64.
 pub fn momentum(state: &HostState) -> [f64; 3] {
     let mut p = [0.0f64; 3];
-    for v in &state.vel {
+    for v in state.vel.iter().filter(|v| v[3] > 0.0) {
         let m = 1.0 / f64::from(v[3]);
         for a in 0..3 {
             p[a] += m * f64::from(v[a]);

@@ -9,6 +9,7 @@ use serde::Serialize;
 use pellet_formats::assets::SimState;
 use pellet_gpu::Gpu;
 
+use super::body::BodyGpu;
 use super::cpu::{CpuSim, kinetic_energy};
 use super::gpu::GpuSim;
 use super::{Counter, HostState, NUM_COUNTERS, SimError, SimSetup};
@@ -185,8 +186,18 @@ impl Simulation {
         }
     }
 
+    /// The rigid bodies' current state.
+    pub fn bodies(&self) -> Result<Vec<BodyGpu>, SimError> {
+        match &self.engine {
+            Engine::Gpu(g) => g.download_bodies(),
+            Engine::Cpu(c) => Ok(c.bodies.clone()),
+        }
+    }
+
     /// A snapshot in input order, ready to save.
     pub fn snapshot(&self) -> Result<SimState, SimError> {
-        Ok(self.host_state()?.to_sim_state(self.steps, self.time()))
+        Ok(self
+            .host_state()?
+            .to_sim_state(self.steps, self.time(), &self.bodies()?))
     }
 }

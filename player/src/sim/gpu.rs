@@ -13,6 +13,7 @@ use pellet_gpu::readback::read_buffer;
 use pellet_gpu::wgpu::util::DeviceExt;
 use pellet_gpu::{Gpu, GpuError, dispatch_2d, wgpu};
 
+use super::body::BodyGpu;
 use super::setup::{Params, SimSetup};
 use super::{Counter, ForceKind, HostState, NUM_COUNTERS, SimError};
 
@@ -53,8 +54,15 @@ const B_SCAN_IN: u32 = 29;
 const B_SCAN_OUT: u32 = 30;
 const B_SCAN_SUMS: u32 = 31;
 const B_PARTIALS: u32 = 32;
+const B_BODIES: u32 = 35;
+const B_BODY_FORCE: u32 = 36;
+const B_BODY_TORQUE: u32 = 37;
+const B_LOCAL: u32 = 38;
+const B_LOCAL_OUT: u32 = 39;
+const B_INV_INDEX: u32 = 40;
 
-const PARTICLE_KERNELS: [&str; 11] = [
+const PARTICLE_KERNELS: [&str; 12] = [
+    "body_particles",
     "cell_keys",
     "scatter",
     "reorder_particles",
@@ -107,6 +115,9 @@ impl std::fmt::Debug for GpuSim {
             .finish()
     }
 }
+
+/// Per body: force (N) and torque (N m).
+pub type BodyForces = (Vec<[f32; 4]>, Vec<[f32; 4]>);
 
 /// Keys (pre-sort order), cell starts and the sorted order.
 pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
@@ -175,11 +186,12 @@ impl GpuSim {
             | wgpu::BufferUsages::COPY_SRC
             | wgpu::BufferUsages::COPY_DST;
         let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
-            // Zero-sized bindings are invalid: pad empty arrays.
+            // Zero-sized bindings are invalid, and a binding holds at least
+            // one element of its array (a body is 160 bytes): pad small arrays.
             let mut padded;
-            let contents = if bytes.len() < 16 {
+            let contents = if bytes.len() < 256 {
                 padded = bytes.to_vec();
-                padded.resize(16, 0);
+                padded.resize(256, 0);
                 &padded[..]
             } else {
                 bytes
@@ -262,6 +274,19 @@ impl GpuSim {
             B_PARTIALS,
             zeroed("sim/partials", n.div_ceil(WG as usize) * 8),
         );
+        let bodies = setup.bodies.len();
+        buffers.insert(
+            B_BODIES,
+            init("sim/bodies", bytemuck::cast_slice(&setup.bodies), storage),
+        );
+        buffers.insert(B_BODY_FORCE, zeroed("sim/body_force", bodies * 16));
+        buffers.insert(B_BODY_TORQUE, zeroed("sim/body_torque", bodies * 16));
+        buffers.insert(
+            B_LOCAL,
+            init("sim/local", bytemuck::cast_slice(&state.local), storage),
+        );
+        buffers.insert(B_LOCAL_OUT, zeroed("sim/local_out", n * 16));
+        buffers.insert(B_INV_INDEX, zeroed("sim/inv_index", n * 4));
 
         let dt = params.dt;
         let modes = [(dt, 1u32), (0.5 * dt, 0), (0.0, 1)];
@@ -276,10 +301,15 @@ impl GpuSim {
             source: wgpu::ShaderSource::Wgsl(SHADER.into()),
         });
         let mut kernels = BTreeMap::new();
-        for name in PARTICLE_KERNELS
-            .iter()
-            .chain(&["scan_block", "scan_add", "sort_cells", "tick"])
-        {
+        for name in PARTICLE_KERNELS.iter().chain(&[
+            "scan_block",
+            "scan_add",
+            "sort_cells",
+            "tick",
+            "body_begin",
+            "body_end",
+            "body_reduce",
+        ]) {
             let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(name),
                 layout: None,
@@ -302,7 +332,8 @@ impl GpuSim {
                         .iter()
                         .find(|(ob, _)| *ob == b)
                         .map(|(_, buf)| *buf)
-                        .unwrap_or_else(|| &buffers[&b]);
+                        .or_else(|| buffers.get(&b))
+                        .unwrap_or_else(|| panic!("sim.wgsl binding {b} of {name} has no buffer"));
                     wgpu::BindGroupEntry {
                         binding: b,
                         resource: buffer.as_entire_binding(),
@@ -326,6 +357,9 @@ impl GpuSim {
         let force_groups =
             [0, 1, 2].map(|k| make_group("compute_forces", &[(B_MODE, &mode_buffers[k])]));
         let sort_group = make_group("sort_cells", &[]);
+        for name in ["body_begin", "body_end", "body_reduce"] {
+            groups.insert(name, make_group(name, &[]));
+        }
         let tick_group = make_group("tick", &[]);
 
         // Prefix-sum levels over cell_count (num_keys + 1 entries).
@@ -469,6 +503,7 @@ impl GpuSim {
             (B_VEL_OUT, B_VEL),
             (B_ANGVEL_OUT, B_ANGVEL),
             (B_META_OUT, B_META),
+            (B_LOCAL_OUT, B_LOCAL),
         ] {
             self.copy(enc, from, to);
         }
@@ -503,6 +538,24 @@ impl GpuSim {
         f(self, &mut pass);
     }
 
+    fn body_kernel(&self, pass: &mut wgpu::ComputePass<'_>, name: &'static str) {
+        let bodies = self.params.body_count;
+        if bodies == 0 {
+            return;
+        }
+        match name {
+            // One workgroup per body.
+            "body_reduce" => {
+                let g = dispatch_2d(bodies);
+                pass.set_pipeline(&self.kernels[name].pipeline);
+                pass.set_bind_group(0, &self.groups[name], &[]);
+                pass.dispatch_workgroups(g[0], g[1], g[2]);
+            }
+            "body_particles" => self.particle_kernel(pass, name),
+            _ => self.dispatch(pass, name, &self.groups[name], bodies),
+        }
+    }
+
     fn encode_forces(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
         self.dispatch(
             pass,
@@ -517,12 +570,17 @@ impl GpuSim {
         match self.integrator {
             Integrator::VelocityVerlet => {
                 self.encode_pass(enc, "verlet_begin", |s, p| {
-                    s.particle_kernel(p, "verlet_begin")
+                    s.particle_kernel(p, "verlet_begin");
+                    s.body_kernel(p, "body_begin");
+                    s.body_kernel(p, "body_particles");
                 });
                 self.encode_sort(enc, false);
                 self.encode_pass(enc, "forces", |s, p| {
                     s.encode_forces(p, ForceKind::Commit);
                     s.particle_kernel(p, "verlet_end");
+                    s.body_kernel(p, "body_reduce");
+                    s.body_kernel(p, "body_end");
+                    s.body_kernel(p, "body_particles");
                     s.dispatch(p, "tick", &s.tick_group, 1);
                 });
             }
@@ -558,7 +616,8 @@ impl GpuSim {
         let mut enc = self.encoder();
         self.encode_sort(&mut enc, false);
         self.encode_pass(&mut enc, "prime", |s, p| {
-            s.encode_forces(p, ForceKind::Prime)
+            s.encode_forces(p, ForceKind::Prime);
+            s.body_kernel(p, "body_reduce");
         });
         self.submit(enc);
     }
@@ -598,11 +657,46 @@ impl GpuSim {
         self.submit(enc);
     }
 
-    /// Runs one integration kernel alone (`verlet_begin`, `verlet_end`, `rk2_mid`, `rk2_end`).
+    /// Runs one integration kernel alone (`verlet_begin`, `verlet_end`,
+    /// `rk2_mid`, `rk2_end`, `body_begin`, `body_end`, `body_particles`, `body_reduce`).
     pub fn stage_integrate(&mut self, name: &'static str) {
         let mut enc = self.encoder();
-        self.encode_pass(&mut enc, name, |s, p| s.particle_kernel(p, name));
+        self.encode_pass(&mut enc, name, |s, p| {
+            if name.starts_with("body_") {
+                s.body_kernel(p, name);
+            } else {
+                s.particle_kernel(p, name);
+            }
+        });
         self.submit(enc);
+    }
+
+    /// The bodies' state.
+    pub fn download_bodies(&self) -> Result<Vec<BodyGpu>, SimError> {
+        self.read(B_BODIES, self.params.body_count as usize)
+    }
+
+    /// Body forces and torques from the last `body_reduce`.
+    pub fn download_body_forces(&self) -> Result<BodyForces, SimError> {
+        let b = self.params.body_count as usize;
+        Ok((self.read(B_BODY_FORCE, b)?, self.read(B_BODY_TORQUE, b)?))
+    }
+
+    /// Replaces the bodies' state and forces (parity tests).
+    pub fn upload_bodies(&mut self, bodies: &[BodyGpu], force: &[[f32; 4]], torque: &[[f32; 4]]) {
+        let q = &self.gpu.queue;
+        q.write_buffer(&self.buffers[&B_BODIES], 0, bytemuck::cast_slice(bodies));
+        q.write_buffer(&self.buffers[&B_BODY_FORCE], 0, bytemuck::cast_slice(force));
+        q.write_buffer(
+            &self.buffers[&B_BODY_TORQUE],
+            0,
+            bytemuck::cast_slice(torque),
+        );
+    }
+
+    /// Current index of each particle id (written by the sort).
+    pub fn download_inv_index(&self) -> Result<Vec<u32>, SimError> {
+        self.read(B_INV_INDEX, self.params.n as usize)
     }
 
     /// Replaces all particle state (current order) with `state`, e.g. the
@@ -622,6 +716,7 @@ impl GpuSim {
             bytemuck::cast_slice(&state.hist_count),
         );
         q.write_buffer(&b[&B_HIST], 0, bytemuck::cast_slice(&state.hist));
+        q.write_buffer(&b[&B_LOCAL], 0, bytemuck::cast_slice(&state.local));
     }
 
     /// Sets the step counter (the kernels' clock) on both sides.
@@ -661,6 +756,7 @@ impl GpuSim {
             torque: self.read(B_TORQUE, n)?,
             hist_count: self.read(B_HIST_COUNT, n)?,
             hist: self.read(B_HIST, n * slots)?,
+            local: self.read(B_LOCAL, n)?,
         })
     }
 

@@ -26,10 +26,12 @@
 //! backend and machine.
 
 use pellet_formats::SceneError;
-use pellet_formats::assets::{FREE_PARTICLE, SimState};
+use pellet_formats::assets::{BodyState, FREE_PARTICLE, SimState};
 use pellet_formats::blob::PodVec;
 use thiserror::Error;
 
+pub mod bodies;
+pub mod body;
 pub mod contact;
 pub mod cpu;
 pub mod engine;
@@ -59,6 +61,9 @@ pub enum SimError {
     /// GPU work failed.
     #[error(transparent)]
     Gpu(#[from] pellet_gpu::GpuError),
+    /// A baked folder could not be read.
+    #[error(transparent)]
+    Folder(#[from] pellet_formats::baked_folder::BakedFolderError),
     /// The scene does not fit the GPU.
     #[error("{0}")]
     TooLarge(String),
@@ -154,6 +159,8 @@ pub struct HostState {
     pub hist_count: Vec<u32>,
     /// `slots` history entries per particle: tangential spring `xyz` (m), partner id bits in `w`.
     pub hist: Vec<[f32; 4]>,
+    /// Body particles' offsets from their body's centre of mass, body axes (m).
+    pub local: Vec<[f32; 4]>,
 }
 
 impl HostState {
@@ -169,6 +176,7 @@ impl HostState {
             torque: vec![[0.0; 4]; n],
             hist_count: vec![0; n],
             hist: vec![[0.0; 4]; n * slots as usize],
+            local: particles.local.clone(),
         }
     }
 
@@ -182,8 +190,8 @@ impl HostState {
         self.pos.is_empty()
     }
 
-    /// A snapshot in input (id) order.
-    pub fn to_sim_state(&self, step: u64, time: f64) -> SimState {
+    /// A snapshot in input (id) order, with `bodies`.
+    pub fn to_sim_state(&self, step: u64, time: f64, bodies: &[body::BodyGpu]) -> SimState {
         let n = self.len();
         let mut order = vec![0usize; n];
         for (k, m) in self.meta.iter().enumerate() {
@@ -218,7 +226,30 @@ impl HostState {
                 })
                 .collect::<Vec<_>>()
                 .into(),
-            bodies: Vec::new().into(),
+            bodies: bodies
+                .iter()
+                .map(|b| BodyState {
+                    position: [b.position[0], b.position[1], b.position[2]],
+                    orientation: b.orientation,
+                    linear_momentum: [b.momentum[0], b.momentum[1], b.momentum[2]],
+                    angular_momentum: [
+                        b.angular_momentum[0],
+                        b.angular_momentum[1],
+                        b.angular_momentum[2],
+                    ],
+                })
+                .collect::<Vec<_>>()
+                .into(),
+            body_velocities: bodies
+                .iter()
+                .map(|b| [b.velocity[0], b.velocity[1], b.velocity[2]])
+                .collect::<Vec<_>>()
+                .into(),
+            body_angular_velocities: bodies
+                .iter()
+                .map(|b| [b.omega[0], b.omega[1], b.omega[2]])
+                .collect::<Vec<_>>()
+                .into(),
         }
     }
 }

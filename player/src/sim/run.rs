@@ -5,10 +5,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pellet_formats::Scene;
+use pellet_formats::assets::{BakedScene, ParticleBody};
+use pellet_formats::baked_folder::{read_manifest, read_object};
 use pellet_formats::io::write_asset;
+use pellet_formats::{DecodeLimits, Scene};
 use pellet_gpu::{BackendChoice, Gpu};
 
+use super::bodies::{MeshBaker, default_cache_dir};
+use super::setup::{BodyRequest, BodySource};
 use super::{GridMode, SimError, SimOptions, SimSetup, Simulation, StepStats};
 
 /// Where a headless run computes.
@@ -39,6 +43,8 @@ pub struct RunOptions {
     pub save_dir: Option<PathBuf>,
     /// Dense or hashed cells.
     pub grid: GridMode,
+    /// Where baked bodies are cached; `None`: [`default_cache_dir`].
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -52,6 +58,7 @@ impl Default for RunOptions {
             save_every: None,
             save_dir: None,
             grid: GridMode::Auto,
+            cache_dir: None,
         }
     }
 }
@@ -63,8 +70,10 @@ pub struct RunSummary {
     pub scene: String,
     /// Backend and adapter.
     pub backend: String,
-    /// Particles simulated.
+    /// Particles simulated (free and in bodies).
     pub particles: usize,
+    /// Rigid bodies.
+    pub bodies: usize,
     /// Time step, seconds.
     pub dt: f64,
     /// Steps taken.
@@ -82,11 +91,55 @@ pub struct RunSummary {
 /// Most steps recorded into one GPU submission.
 const MAX_BATCH: u64 = 50;
 
-/// Loads `scene_path` and sets up its simulation.
+/// Loads `scene_path` and sets up its simulation, baking its bodies'
+/// meshes through the default cache.
 pub fn load_setup(scene_path: &Path, grid: GridMode) -> Result<SimSetup, SimError> {
+    load_setup_cached(scene_path, grid, default_cache_dir())
+}
+
+/// [`load_setup`] with the body cache in `cache_dir` (`None`: no cache).
+pub fn load_setup_cached(
+    scene_path: &Path,
+    grid: GridMode,
+    cache_dir: Option<PathBuf>,
+) -> Result<SimSetup, SimError> {
+    if scene_path.is_dir() {
+        return load_baked_folder(scene_path, grid);
+    }
     let scene = Scene::load(scene_path)?;
     let dir = scene_path.parent().unwrap_or(Path::new("."));
-    SimSetup::from_scene(&scene, dir, SimOptions { grid })
+    let mut baker = MeshBaker::new(cache_dir);
+    SimSetup::from_scene_with_bodies(&scene, dir, SimOptions { grid }, &mut baker)
+}
+
+/// Bodies read from a baked folder's objects, hashes checked.
+struct FolderBodies<'a> {
+    dir: &'a Path,
+    refs: Vec<pellet_formats::assets::BakedBodyRef>,
+}
+
+impl BodySource for FolderBodies<'_> {
+    fn body(&mut self, index: usize, _request: &BodyRequest) -> Result<ParticleBody, SimError> {
+        let r = self.refs.get(index).ok_or_else(|| {
+            SimError::Invalid(format!(
+                "{}: no baked body for bodies[{index}]",
+                self.dir.display()
+            ))
+        })?;
+        Ok(read_object(self.dir, &r.object, &DecodeLimits::default())?)
+    }
+}
+
+/// Sets up the scene of a baked folder (`bake scene -o DIR`).
+pub fn load_baked_folder(dir: &Path, grid: GridMode) -> Result<SimSetup, SimError> {
+    let limits = DecodeLimits::default();
+    let manifest = read_manifest(dir, &limits)?;
+    let baked: BakedScene = read_object(dir, &manifest.scene, &limits)?;
+    let mut bodies = FolderBodies {
+        dir,
+        refs: baked.bodies.clone(),
+    };
+    SimSetup::from_scene_with_bodies(&baked.scene, dir, SimOptions { grid }, &mut bodies)
 }
 
 /// Starts a simulation of `setup` on `backend`.
@@ -107,7 +160,8 @@ pub fn run_headless(
     options: &RunOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<RunSummary, SimError> {
-    let setup = load_setup(scene_path, options.grid)?;
+    let cache = options.cache_dir.clone().or_else(default_cache_dir);
+    let setup = load_setup_cached(scene_path, options.grid, cache)?;
     if setup.particles.is_empty() {
         return Err(SimError::Invalid(format!(
             "{} has no particles to simulate",
@@ -187,6 +241,7 @@ pub fn run_headless(
         scene: setup.name.clone(),
         backend: sim.backend_name(),
         particles: sim.particles(),
+        bodies: setup.bodies.len(),
         dt: setup.dt,
         steps,
         seconds,

@@ -24,8 +24,22 @@ struct Params {
     material_count: u32,
     dt: f32,
     inv_cell: f32,
-    pad0: u32,
+    body_count: u32,
     pad1: u32,
+}
+
+// A rigid body (BodyGpu in body.rs).
+struct Body {
+    position: vec4<f32>,
+    orientation: vec4<f32>,
+    momentum: vec4<f32>,
+    angular_momentum: vec4<f32>,
+    omega: vec4<f32>,
+    velocity: vec4<f32>,
+    inv_inertia0: vec4<f32>,
+    inv_inertia1: vec4<f32>,
+    inv_inertia2: vec4<f32>,
+    range: vec4<u32>,
 }
 
 // How compute_forces treats history: extension time and whether to keep it.
@@ -48,6 +62,8 @@ const WG: u32 = 256u;
 const WALL_ID_BASE: u32 = 0xffffff00u;
 const FREE: u32 = 0xffffffffu;
 const EXP_MASK: u32 = 0x7f800000u;
+const DYNAMIC: u32 = 0u;
+const STATIC: u32 = 1u;
 
 // Counter slots (Counter in mod.rs).
 const C_CONTACTS: u32 = 0u;
@@ -95,7 +111,19 @@ const C_NAN_ID: u32 = 5u;
 // Statistics: one (kinetic energy, max speed^2) pair per workgroup.
 @group(0) @binding(32) var<storage, read_write> partials: array<vec2<f32>>;
 
+// Rigid bodies.
+@group(0) @binding(35) var<storage, read_write> bodies: array<Body>;
+@group(0) @binding(36) var<storage, read_write> body_force: array<vec4<f32>>;
+@group(0) @binding(37) var<storage, read_write> body_torque: array<vec4<f32>>;
+// Body-frame offset of each body particle from its body's centre of mass.
+@group(0) @binding(38) var<storage, read_write> local: array<vec4<f32>>;
+@group(0) @binding(39) var<storage, read_write> local_out: array<vec4<f32>>;
+// Current (sorted) index of each particle id.
+@group(0) @binding(40) var<storage, read_write> inv_index: array<u32>;
+
 var<workgroup> wg_u32: array<u32, 256>;
+var<workgroup> wg_v4a: array<vec4<f32>, 256>;
+var<workgroup> wg_v4b: array<vec4<f32>, 256>;
 var<workgroup> wg_f32a: array<f32, 256>;
 var<workgroup> wg_f32b: array<f32, 256>;
 
@@ -233,6 +261,8 @@ fn reorder_particles(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     vel_out[k] = vel[src];
     angvel_out[k] = angvel[src];
     pinfo_out[k] = pinfo[src];
+    local_out[k] = local[src];
+    inv_index[pinfo[src].x] = k;
 }
 
 @compute @workgroup_size(256)
@@ -345,6 +375,11 @@ fn interact_pair(i: u32, j: u32, pi: vec4<f32>, vi: vec4<f32>, wi: vec4<f32>, mi
     if (mi.z != FREE && mi.z == mj.z) {
         return;
     }
+    let vj = vel[j];
+    if (vi.w + vj.w == 0.0) {
+        // Two immovable particles (static or kinematic bodies).
+        return;
+    }
     let dist = sqrt(dist2);
     var n: vec3<f32>;
     if (dist > 0.0) {
@@ -355,7 +390,6 @@ fn interact_pair(i: u32, j: u32, pi: vec4<f32>, vi: vec4<f32>, wi: vec4<f32>, mi
         n = vec3<f32>(0.0, -1.0, 0.0);
     }
     let delta = rsum - dist;
-    let vj = vel[j];
     let wj = angvel[j];
     let m_eff = 1.0 / (vi.w + vj.w);
     let vr = vi.xyz - vj.xyz;
@@ -400,7 +434,10 @@ fn compute_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     let mi = pinfo[i];
     let old_count = hist_count_old[i];
     var acc: Acc;
-    acc.force = vec3<f32>(params.gravity_x, params.gravity_y, params.gravity_z) * (1.0 / vi.w);
+    acc.force = vec3<f32>(0.0);
+    if (vi.w > 0.0) {
+        acc.force = vec3<f32>(params.gravity_x, params.gravity_y, params.gravity_z) * (1.0 / vi.w);
+    }
     acc.torque = vec3<f32>(0.0);
     acc.new_count = 0u;
     acc.touching = 0u;
@@ -437,7 +474,7 @@ fn compute_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     }
     let time = kernel_time();
     for (var w = 0u; w < params.wall_count; w = w + 1u) {
-        if (time < walls[w * 2u + 1u].y) {
+        if (vi.w > 0.0 && time < walls[w * 2u + 1u].y) {
             interact_wall(i, w, pi, vi, wi, mi.y, old_count, &acc);
         }
     }
@@ -483,7 +520,7 @@ fn check_finite(i: u32, p: vec4<f32>, v: vec4<f32>, w: vec4<f32>) {
 @compute @workgroup_size(256)
 fn verlet_begin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i >= params.n) {
+    if (i >= params.n || pinfo[i].z != FREE) {
         return;
     }
     let half = 0.5 * params.dt;
@@ -502,7 +539,7 @@ fn verlet_begin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 @compute @workgroup_size(256)
 fn verlet_end(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i >= params.n) {
+    if (i >= params.n || pinfo[i].z != FREE) {
         return;
     }
     let half = 0.5 * params.dt;
@@ -573,7 +610,12 @@ fn stats(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         let v = vel[i];
         let w = angvel[i];
         v2 = dot(v.xyz, v.xyz);
-        ke = 0.5 * v2 / v.w + 0.5 * dot(w.xyz, w.xyz) / w.w;
+        if (v.w > 0.0) {
+            ke = 0.5 * v2 / v.w;
+        }
+        if (w.w > 0.0) {
+            ke = ke + 0.5 * dot(w.xyz, w.xyz) / w.w;
+        }
     }
     wg_f32a[lid] = ke;
     wg_f32b[lid] = v2;
@@ -587,5 +629,160 @@ fn stats(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     }
     if (lid == 0u) {
         partials[block] = vec2<f32>(wg_f32a[0], wg_f32b[0]);
+    }
+}
+
+// ---- rigid bodies -------------------------------------------------------------
+
+fn quat_mul(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(
+        a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+        a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+        a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w,
+        a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
+    );
+}
+
+fn quat_normalize(q: vec4<f32>) -> vec4<f32> {
+    let len = sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w);
+    return vec4<f32>(q.x / len, q.y / len, q.z / len, q.w / len);
+}
+
+fn quat_exp(theta: vec3<f32>) -> vec4<f32> {
+    let angle = sqrt(dot(theta, theta));
+    if (angle < 1e-12) {
+        return vec4<f32>(0.5 * theta, 1.0);
+    }
+    let s = sin(0.5 * angle) / angle;
+    return vec4<f32>(theta * s, cos(0.5 * angle));
+}
+
+fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
+    let u = q.xyz;
+    let t = cross(u, v) * 2.0;
+    return v + t * q.w + cross(u, t);
+}
+
+fn world_omega(b: Body, q: vec4<f32>, l: vec3<f32>) -> vec3<f32> {
+    let lb = rotate(vec4<f32>(-q.xyz, q.w), l);
+    let wb = vec3<f32>(dot(b.inv_inertia0.xyz, lb), dot(b.inv_inertia1.xyz, lb), dot(b.inv_inertia2.xyz, lb));
+    return rotate(q, wb);
+}
+
+@compute @workgroup_size(256)
+fn body_begin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = flat_index(gid, nwg);
+    if (k >= params.body_count) {
+        return;
+    }
+    var b = bodies[k];
+    let kind = b.range.z;
+    if (kind == STATIC) {
+        return;
+    }
+    let dt = params.dt;
+    if (kind == DYNAMIC) {
+        let half = 0.5 * dt;
+        let p = b.momentum.xyz + body_force[k].xyz * half;
+        let l = b.angular_momentum.xyz + body_torque[k].xyz * half;
+        let v = p * b.position.w;
+        let x = b.position.xyz + v * dt;
+        let w0 = world_omega(b, b.orientation, l);
+        let q = quat_normalize(quat_mul(quat_exp(w0 * dt), b.orientation));
+        let w = world_omega(b, q, l);
+        b.position = vec4<f32>(x, b.position.w);
+        b.orientation = q;
+        b.momentum = vec4<f32>(p, 0.0);
+        b.angular_momentum = vec4<f32>(l, 0.0);
+        b.velocity = vec4<f32>(v, 0.0);
+        b.omega = vec4<f32>(w, 0.0);
+    } else {
+        let x = b.position.xyz + b.velocity.xyz * dt;
+        b.position = vec4<f32>(x, b.position.w);
+        b.orientation = quat_normalize(quat_mul(quat_exp(b.omega.xyz * dt), b.orientation));
+    }
+    bodies[k] = b;
+}
+
+@compute @workgroup_size(256)
+fn body_end(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = flat_index(gid, nwg);
+    if (k >= params.body_count) {
+        return;
+    }
+    var b = bodies[k];
+    if (b.range.z != DYNAMIC) {
+        return;
+    }
+    let half = 0.5 * params.dt;
+    let p = b.momentum.xyz + body_force[k].xyz * half;
+    let l = b.angular_momentum.xyz + body_torque[k].xyz * half;
+    let v = p * b.position.w;
+    let w = world_omega(b, b.orientation, l);
+    b.momentum = vec4<f32>(p, 0.0);
+    b.angular_momentum = vec4<f32>(l, 0.0);
+    b.velocity = vec4<f32>(v, 0.0);
+    b.omega = vec4<f32>(w, 0.0);
+    bodies[k] = b;
+}
+
+// Body particles follow their body: world position, velocity, spin.
+@compute @workgroup_size(256)
+fn body_particles(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    let bi = pinfo[i].z;
+    if (bi == FREE) {
+        return;
+    }
+    let b = bodies[bi];
+    let r = rotate(b.orientation, local[i].xyz);
+    let x = b.position.xyz + r;
+    let w = b.omega.xyz;
+    let p = vec4<f32>(x, pos[i].w);
+    let v = vec4<f32>(b.velocity.xyz + cross(w, r), vel[i].w);
+    let a = vec4<f32>(w, angvel[i].w);
+    pos[i] = p;
+    vel[i] = v;
+    angvel[i] = a;
+    check_finite(i, p, v, a);
+}
+
+// One workgroup per body: its particles' forces and moments, summed by
+// particle id in 256 strided lanes and a fixed tree (body_reduce in body.rs).
+@compute @workgroup_size(256)
+fn body_reduce(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let block = wid.x + wid.y * nwg.x;
+    if (block >= params.body_count) {
+        return;
+    }
+    let b = bodies[block];
+    let first = b.range.x;
+    let count = b.range.y;
+    let centre = b.position.xyz;
+    var f = vec3<f32>(0.0);
+    var t = vec3<f32>(0.0);
+    for (var s = lid; s < count; s = s + WG) {
+        let k = inv_index[first + s];
+        let fk = force[k].xyz;
+        let r = pos[k].xyz - centre;
+        f = f + fk;
+        t = t + (cross(r, fk) + torque[k].xyz);
+    }
+    wg_v4a[lid] = vec4<f32>(f, 0.0);
+    wg_v4b[lid] = vec4<f32>(t, 0.0);
+    workgroupBarrier();
+    for (var off = WG / 2u; off > 0u; off = off / 2u) {
+        if (lid < off) {
+            wg_v4a[lid] = wg_v4a[lid] + wg_v4a[lid + off];
+            wg_v4b[lid] = wg_v4b[lid] + wg_v4b[lid + off];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        body_force[block] = wg_v4a[0];
+        body_torque[block] = wg_v4b[0];
     }
 }

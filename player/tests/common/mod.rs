@@ -24,6 +24,7 @@ pub fn setup(dir: &Path, toml: &str, particles: &[P], grid: GridMode) -> SimSetu
         radii: particles.iter().map(|p| p.2).collect::<Vec<_>>().into(),
         body_of_particle: vec![u32::MAX; n].into(),
         bodies: Vec::new().into(),
+        ..Default::default()
     };
     write_asset(&dir.join("particles.pellet"), &state).unwrap();
     let text = format!("{toml}\n[[particles]]\nfile = \"particles.pellet\"\n");
