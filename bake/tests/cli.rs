@@ -387,3 +387,118 @@ fn inspect_particles_prints_a_saved_state_as_csv() {
     ]);
     assert_one_line_error(&out, &other);
 }
+
+#[test]
+fn bake_scene_writes_a_folder_reuses_unchanged_bodies_and_rejects_tampering() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let meshes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/meshes");
+    std::fs::copy(meshes.join("tile.glb"), dir.path().join("tile.glb")).expect("copy");
+    std::fs::write(
+        dir.path().join("grains.csv"),
+        "x,y,z\n0.1,0.2,0.1\n0.15,0.2,0.1\n",
+    )
+    .expect("csv");
+    let scene = dir.path().join("scene.toml");
+    std::fs::write(
+        &scene,
+        "name = \"tiles\"\n[domain]\nmin = [0, 0, 0]\nmax = [1, 1, 1]\n\
+         [[particles]]\nfile = \"grains.csv\"\n\
+         [[bodies]]\nmesh = \"tile.glb\"\nposition = [0.5, 0.5, 0.5]\narray = { count = [2, 1, 1], spacing = [0.1, 0, 0] }\n",
+    )
+    .expect("scene");
+    let out = dir.path().join("baked");
+    let run = || {
+        bake(&[
+            OsStr::new("scene"),
+            scene.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+            OsStr::new("--json"),
+            OsStr::new("--quiet"),
+        ])
+    };
+    let first = run();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&first.stdout).expect("json");
+    assert_eq!(report["bodies"][0]["baked"], true);
+    assert_eq!(report["bodies"][0]["particles"], 9);
+    // body, particle file, scene
+    assert_eq!(report["objects"], 3);
+    let manifest = out.join("manifest.pellet");
+    assert!(manifest.exists());
+    // Every object's name is its content hash.
+    for entry in std::fs::read_dir(&out).expect("read dir") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .into_owned();
+        if name != "manifest" {
+            let bytes = std::fs::read(&path).expect("read");
+            assert_eq!(blake3::hash(&bytes).to_hex().to_string(), name);
+        }
+    }
+    // Unchanged: nothing re-baked, same scene object.
+    let second = run();
+    assert!(second.status.success());
+    let again: serde_json::Value = serde_json::from_slice(&second.stdout).expect("json");
+    assert_eq!(again["bodies"][0]["baked"], false);
+    assert_eq!(again["scene_object"], report["scene_object"]);
+    // A tampered object is rejected by readers, naming the file.
+    let body = out.join(format!(
+        "{}.pellet",
+        report["bodies"][0]["object"].as_str().expect("hash")
+    ));
+    let mut bytes = std::fs::read(&body).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&body, &bytes).expect("write");
+    let err = pellet_formats::baked_folder::read_object::<pellet_formats::assets::ParticleBody>(
+        &out,
+        report["bodies"][0]["object"].as_str().expect("hash"),
+        &DecodeLimits::default(),
+    )
+    .expect_err("tampered");
+    assert!(err.to_string().contains("content hash"), "{err}");
+    // A broken scene is one line.
+    std::fs::write(&scene, "[domain]\nmin = [0, 0]\n").expect("scene");
+    let broken = run();
+    assert_eq!(broken.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&broken.stderr)
+            .trim()
+            .lines()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn inspect_bodies_prints_body_rows() {
+    let state_file = golden_files()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("sim_state"))
+        .expect("golden sim state");
+    let out = bake(&[
+        OsStr::new("inspect"),
+        state_file.as_os_str(),
+        OsStr::new("--bodies"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "id,x,y,z,qw,qx,qy,qz,vx,vy,vz,wx,wy,wz");
+    assert_eq!(lines.len(), 2, "one body: {text}");
+    let cols: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(cols.len(), 14);
+    assert_eq!(cols[4], "1", "qw of the identity");
+}

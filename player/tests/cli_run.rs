@@ -117,3 +117,66 @@ fn bad_input_is_one_line_and_no_panic() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn plays_a_baked_folder_and_refuses_a_tampered_one() {
+    use pellet_bake::bake_mesh::Voxelizer;
+    use pellet_bake::progress::Progress;
+    use pellet_bake::scene_bake::bake_scene;
+
+    let dir = tempfile::tempdir().unwrap();
+    let baked = dir.path().join("baked");
+    let report = bake_scene(
+        Path::new(&scene("push.toml")),
+        &baked,
+        Voxelizer::Cpu,
+        &Progress::hidden(),
+    )
+    .unwrap();
+    assert_eq!(report.bodies.len(), 1);
+    let out = player(&[
+        "run",
+        baked.to_str().unwrap(),
+        "--headless",
+        "--steps",
+        "20",
+        "--backend",
+        "cpu",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["bodies"], 1);
+    assert_eq!(summary["scene"], "push");
+    // Same particles as the TOML scene.
+    let toml = player(&[
+        "run",
+        &scene("push.toml"),
+        "--headless",
+        "--steps",
+        "20",
+        "--backend",
+        "cpu",
+        "--json",
+    ]);
+    let direct: serde_json::Value = serde_json::from_slice(&toml.stdout).unwrap();
+    assert_eq!(direct["particles"], summary["particles"]);
+    assert_eq!(
+        direct["last"]["kinetic_energy"],
+        summary["last"]["kinetic_energy"]
+    );
+    // Tamper with the body object: a clear one-line error, no panic.
+    let body = baked.join(format!("{}.pellet", report.bodies[0].object));
+    let mut bytes = std::fs::read(&body).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&body, &bytes).unwrap();
+    let out = player(&["run", baked.to_str().unwrap(), "--headless", "--steps", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("content hash"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

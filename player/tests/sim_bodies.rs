@@ -212,7 +212,7 @@ fn mixed_scene(dir: &Path) -> SimSetup {
         dir,
         "[simulation]\ngravity = [0, -9.81, 0]\nparticle_radius = 0.006\n[domain]\nmin = [-0.3, 0, -0.3]\nmax = [0.3, 0.6, 0.3]\n\
          [[particles]]\nregion = { min = [-0.25, 0.05, -0.25], max = [0.25, 0.2, 0.25] }\nspacing = 0.0125\njitter = 0.3\nseed = 2\n\
-         [[bodies]]\nmesh = \"box.glb\"\nparticle_radius = 0.005\nposition = [0, 0.3, 0]\nrotation = [10, 20, 30]\nangular_velocity = [1, 2, 3]\narray = { count = [3, 1, 3], spacing = [0.12, 0, 0.12] }\n\
+         [[bodies]]\nmesh = \"box.glb\"\nparticle_radius = 0.0025\nposition = [0, 0.3, 0]\nrotation = [10, 20, 30]\nangular_velocity = [1, 2, 3]\narray = { count = [3, 1, 3], spacing = [0.12, 0, 0.12] }\n\
          [[bodies]]\nmesh = \"box.glb\"\nparticle_radius = 0.005\nmotion = \"static\"\nposition = [0, 0.03, 0]\n\
          [[bodies]]\nmesh = \"box.glb\"\nparticle_radius = 0.005\nmotion = \"kinematic\"\nposition = [-0.2, 0.1, 0]\nvelocity = [0.5, 0, 0]\n",
     )

@@ -135,3 +135,32 @@ pub fn torus(centre: [f32; 3], major: f32, minor: f32, segments: u32, sides: u32
         triangles,
     }
 }
+
+/// An open frustum (a funnel's wall) around the y axis: radius `bottom` at
+/// `centre.y`, radius `top` at `centre.y + height`, no caps. Not closed: bake
+/// it with `fill = "shell"`.
+pub fn frustum(centre: [f32; 3], bottom: f32, top: f32, height: f32, segments: u32) -> TriMesh {
+    let segments = segments.max(3);
+    let mut positions = Vec::new();
+    for i in 0..segments {
+        let u = 2.0 * std::f32::consts::PI * i as f32 / segments as f32;
+        for (r, y) in [(bottom, 0.0), (top, height)] {
+            positions.push([
+                centre[0] + r * u.cos(),
+                centre[1] + y,
+                centre[2] + r * u.sin(),
+            ]);
+        }
+    }
+    let mut triangles = Vec::new();
+    for i in 0..segments {
+        let j = (i + 1) % segments;
+        let (a, b, c, d) = (2 * i, 2 * i + 1, 2 * j, 2 * j + 1);
+        triangles.push([a, b, d]);
+        triangles.push([a, d, c]);
+    }
+    TriMesh {
+        positions,
+        triangles,
+    }
+}
