@@ -2,10 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Timing samples of one measured side of a benchmark.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Timing {
     /// Median of the samples, seconds.
     pub median_s: f64,
@@ -74,5 +74,32 @@ pub fn human_time(s: f64) -> String {
         format!("{:.2} ms", s * 1e3)
     } else {
         format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// A [`Row`] as read back from an earlier `benchmarks.json`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SavedRow {
+    group: String,
+    name: String,
+    workload: String,
+    pellet: Timing,
+    peer: String,
+    peer_timing: Option<Timing>,
+    notes: String,
+}
+
+impl From<SavedRow> for Row {
+    fn from(r: SavedRow) -> Self {
+        Self {
+            // A handful of names per run of this short-lived program.
+            group: Box::leak(r.group.into_boxed_str()),
+            name: r.name,
+            workload: r.workload,
+            pellet: r.pellet,
+            peer: r.peer,
+            peer_timing: r.peer_timing,
+            notes: r.notes,
+        }
     }
 }

@@ -35,6 +35,32 @@ struct Cli {
     filter: Option<String>,
 }
 
+/// Rows of an earlier run's JSON report (none if it is missing or unreadable).
+fn previous_rows(path: &std::path::Path) -> Vec<harness::Row> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| serde_json::from_value::<Vec<harness::SavedRow>>(v["rows"].clone()).ok())
+        .map(|rows| rows.into_iter().map(harness::Row::from).collect())
+        .unwrap_or_default()
+}
+
+/// Groups in the order a full run writes them.
+fn group_order(group: &str) -> usize {
+    [
+        "bake mesh",
+        "neighbour model",
+        "particle simulation",
+        "rigid bodies",
+        "formats",
+    ]
+    .iter()
+    .position(|g| *g == group)
+    .unwrap_or(usize::MAX)
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let samples = cli.samples.unwrap_or(if cli.quick { 3 } else { 11 });
@@ -56,9 +82,28 @@ fn main() -> anyhow::Result<()> {
     if wanted("particle simulation") {
         rows.extend(cases::sim::run(samples, cli.quick));
     }
+    if wanted("rigid bodies") {
+        rows.extend(cases::bodies::run(samples, cli.quick));
+    }
     if wanted("formats") {
         eprintln!("bench: formats ({particles} particles, {samples} samples)");
         rows.extend(cases::formats::run(particles, samples));
+    }
+    if cli.filter.is_some() {
+        // Keep the groups this run skipped from the previous results.
+        let kept = previous_rows(&cli.json)
+            .into_iter()
+            .filter(|r| !wanted(r.group))
+            .collect::<Vec<_>>();
+        eprintln!(
+            "bench: kept {} rows of other groups from {}",
+            kept.len(),
+            cli.json.display()
+        );
+        let mut all = kept;
+        all.extend(rows);
+        all.sort_by_key(|r| group_order(r.group));
+        rows = all;
     }
     let report = Report {
         machine: machine(&cli),

@@ -2,6 +2,7 @@
 //! work, measured in the same run.
 
 pub mod bake_mesh;
+pub mod bodies;
 pub mod formats;
 pub mod neighbour_model;
 pub mod peers;
