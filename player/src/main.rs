@@ -103,6 +103,22 @@ enum Command {
         /// Dense cells, hashed cells, or chosen by size.
         #[arg(long, value_enum, default_value_t = GridArg::Auto)]
         grid: GridArg,
+        /// Render this many frames (PNG) into `--out`, one every `--every`
+        /// steps, through the GPU renderer (the run takes as many steps).
+        #[arg(long, value_name = "N", requires = "out")]
+        frames: Option<u64>,
+        /// Folder for `--frames` (`frame_00000.png`, ...).
+        #[arg(long, value_name = "DIR", requires = "frames")]
+        out: Option<PathBuf>,
+        /// Frame size in pixels, `WIDTHxHEIGHT`.
+        #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
+        size: (u32, u32),
+        /// Steps between frames (default: 1/60 s of simulated time).
+        #[arg(long, value_name = "K")]
+        every: Option<u64>,
+        /// Colour particles by body or by speed.
+        #[arg(long, value_enum, default_value_t = ColourArg::Body)]
+        colour: ColourArg,
         /// Where meshes of `[[bodies]]` are baked and kept (default
         /// `$XDG_CACHE_HOME/pellet/bodies`).
         #[arg(long, value_name = "DIR")]
@@ -111,6 +127,29 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Particle colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ColourArg {
+    /// Free particles sand-coloured, each body its own colour.
+    Body,
+    /// Blue at rest to red at 2 m/s.
+    Speed,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| format!("{s:?}: expected WIDTHxHEIGHT, e.g. 1280x720"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n > 0 && n <= 16384)
+            .ok_or_else(|| format!("{s:?}: sizes are whole numbers from 1 to 16384"))
+    };
+    Ok((parse(w)?, parse(h)?))
 }
 
 /// Where the simulation runs.
@@ -249,6 +288,11 @@ fn run(command: Command) -> anyhow::Result<()> {
             save_every,
             save_dir,
             grid,
+            frames,
+            out: frames_out,
+            size,
+            every,
+            colour,
             cache_dir,
             json,
         } => {
@@ -274,6 +318,20 @@ fn run(command: Command) -> anyhow::Result<()> {
                     GridArg::Hashed => GridMode::Hashed,
                 },
                 cache_dir,
+                frames: match (frames, frames_out) {
+                    (Some(count), Some(out)) => Some(pellet_player::sim::run::FrameOptions {
+                        count,
+                        out,
+                        width: size.0,
+                        height: size.1,
+                        every,
+                        colour: match colour {
+                            ColourArg::Body => pellet_player::render::ColourMode::ByBody,
+                            ColourArg::Speed => pellet_player::render::ColourMode::BySpeed,
+                        },
+                    }),
+                    _ => None,
+                },
             };
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
@@ -319,6 +377,9 @@ fn run(command: Command) -> anyhow::Result<()> {
                 )?;
                 for p in &summary.saved {
                     writeln!(out, "saved        {}", p.display())?;
+                }
+                if summary.frames > 0 {
+                    writeln!(out, "frames       {} PNG files", summary.frames)?;
                 }
             }
         }

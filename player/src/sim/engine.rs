@@ -83,6 +83,14 @@ impl Simulation {
         }
     }
 
+    /// The GPU simulation, when running on the GPU.
+    pub fn gpu_sim(&self) -> Option<&GpuSim> {
+        match &self.engine {
+            Engine::Gpu(g) => Some(g),
+            Engine::Cpu(_) => None,
+        }
+    }
+
     /// The backend.
     pub fn engine(&self) -> &Engine {
         &self.engine

@@ -116,6 +116,17 @@ impl std::fmt::Debug for GpuSim {
     }
 }
 
+/// Simulation buffers other GPU work may read (the renderer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimBuffer {
+    /// `vec4<f32>` per particle: position (m), radius (m).
+    Positions,
+    /// `vec4<f32>` per particle: velocity (m/s), inverse mass.
+    Velocities,
+    /// `vec4<u32>` per particle: id, material, body, unused.
+    Info,
+}
+
 /// Per body: force (N) and torque (N m).
 pub type BodyForces = (Vec<[f32; 4]>, Vec<[f32; 4]>);
 
@@ -446,6 +457,21 @@ impl GpuSim {
     /// The adapter in use.
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
+    }
+
+    /// The adapter in use, shared.
+    pub fn gpu_arc(&self) -> Arc<Gpu> {
+        self.gpu.clone()
+    }
+
+    /// One of the particle buffers, in the current (cell) order.
+    pub fn buffer(&self, which: SimBuffer) -> &wgpu::Buffer {
+        let binding = match which {
+            SimBuffer::Positions => B_POS,
+            SimBuffer::Velocities => B_VEL,
+            SimBuffer::Info => B_META,
+        };
+        &self.buffers[&binding]
     }
 
     fn dispatch(

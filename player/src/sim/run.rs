@@ -45,6 +45,25 @@ pub struct RunOptions {
     pub grid: GridMode,
     /// Where baked bodies are cached; `None`: [`default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
+    /// Headless frames to render (PNG), if any.
+    pub frames: Option<FrameOptions>,
+}
+
+/// `--frames N --out DIR [--size WxH] [--every K]`.
+#[derive(Debug, Clone)]
+pub struct FrameOptions {
+    /// Frames to write; the run takes `count * every` steps.
+    pub count: u64,
+    /// Folder of `frame_<k>.png`.
+    pub out: PathBuf,
+    /// Pixels.
+    pub width: u32,
+    /// Pixels.
+    pub height: u32,
+    /// Steps between frames; `None`: one frame per 1/60 s of simulated time.
+    pub every: Option<u64>,
+    /// Colouring.
+    pub colour: crate::render::ColourMode,
 }
 
 impl Default for RunOptions {
@@ -59,6 +78,7 @@ impl Default for RunOptions {
             save_dir: None,
             grid: GridMode::Auto,
             cache_dir: None,
+            frames: None,
         }
     }
 }
@@ -86,7 +106,12 @@ pub struct RunSummary {
     pub last: StepStats,
     /// Snapshots written.
     pub saved: Vec<PathBuf>,
+    /// Headless frames written.
+    pub frames: u64,
 }
+
+/// Speed coloured fully red by `--colour speed`, m/s.
+const SPEED_SCALE: f32 = 2.0;
 
 /// Most steps recorded into one GPU submission.
 const MAX_BATCH: u64 = 50;
@@ -168,9 +193,16 @@ pub fn run_headless(
             scene_path.display()
         )));
     }
-    let total = options
-        .steps
-        .unwrap_or_else(|| (setup.duration / setup.dt).ceil() as u64);
+    let frame_every = options.frames.as_ref().map(|f| {
+        f.every
+            .unwrap_or_else(|| ((1.0 / 60.0) / setup.dt).round().max(1.0) as u64)
+    });
+    let total = match (&options.frames, frame_every) {
+        (Some(f), Some(k)) => f.count.saturating_sub(1) * k,
+        _ => options
+            .steps
+            .unwrap_or_else(|| (setup.duration / setup.dt).ceil() as u64),
+    };
     if options.save_every.is_some() != options.save_dir.is_some() {
         return Err(SimError::Invalid(
             "--save-every and --save-dir go together".into(),
@@ -191,6 +223,32 @@ pub fn run_headless(
         None => None,
     };
     let mut sim = start(&setup, options.backend)?;
+    let renderer = match &options.frames {
+        Some(f) => {
+            let Some(gs) = sim.gpu_sim() else {
+                return Err(SimError::Invalid(
+                    "--frames renders from the GPU's buffers: use --backend gpu".into(),
+                ));
+            };
+            std::fs::create_dir_all(&f.out).map_err(|e| write_err(&f.out, e))?;
+            let r = crate::render::FrameRenderer::new(gs, &setup, f.width, f.height)?;
+            let min = setup.grid.origin;
+            let max: [f32; 3] =
+                std::array::from_fn(|k| min[k] + setup.grid.dims[k] as f32 * setup.grid.cell_size);
+            Some((r, crate::render::Camera::frame(min, max), f))
+        }
+        None => None,
+    };
+    let mut frames_written = 0u64;
+    let mut write_frame = || -> Result<(), SimError> {
+        if let Some((r, camera, f)) = &renderer {
+            let img = r.render(camera, f.colour, SPEED_SCALE)?;
+            let path = f.out.join(format!("frame_{frames_written:05}.png"));
+            img.save(&path).map_err(|e| write_err(&path, e))?;
+            frames_written += 1;
+        }
+        Ok(())
+    };
     tracing::info!(
         backend = %sim.backend_name(),
         particles = sim.particles(),
@@ -202,6 +260,7 @@ pub fn run_headless(
     let mut saved = Vec::new();
     let started = std::time::Instant::now();
     let mut last = sim.stats()?;
+    write_frame()?;
     while sim.steps() < total {
         let done = sim.steps();
         let mut next = (done + MAX_BATCH).min(total);
@@ -209,8 +268,16 @@ pub fn run_headless(
         if let Some(k) = options.save_every {
             next = next.min((done / k + 1) * k);
         }
+        if let Some(k) = frame_every {
+            next = next.min((done / k + 1) * k);
+        }
         sim.advance((next - done) as u32)?;
         let step = sim.steps();
+        if let Some(k) = frame_every
+            && step % k == 0
+        {
+            write_frame()?;
+        }
         if step % options.stats_every == 0 || step == total {
             last = sim.stats()?;
             if let Some(out) = &mut stats_out {
@@ -236,8 +303,10 @@ pub fn run_headless(
         write_asset(path, &sim.snapshot()?).map_err(|e| write_err(path, e))?;
         saved.push(path.clone());
     }
+    drop(write_frame);
     let steps = sim.steps();
     Ok(RunSummary {
+        frames: frames_written,
         scene: setup.name.clone(),
         backend: sim.backend_name(),
         particles: sim.particles(),
