@@ -26,6 +26,7 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 enum Command {
     /// Show the GPU adapter Pellet will use, and prove it computes.
     ///

@@ -303,7 +303,6 @@ pub fn run_headless(
         write_asset(path, &sim.snapshot()?).map_err(|e| write_err(path, e))?;
         saved.push(path.clone());
     }
-    drop(write_frame);
     let steps = sim.steps();
     Ok(RunSummary {
         frames: frames_written,
