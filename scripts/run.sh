@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main command: sets up a fresh machine, builds Pellet in release mode,
 # shows the GPU it will use, bakes the Stanford bunny into a particle body
-# (with a preview PNG), shows what a scene holds and simulates 2000 steps of it.
+# (with a preview PNG), shows what a scene holds, simulates 2000 steps of it
+# headless, then plays it in the viewer window (or renders frames without a display).
 # Usage: bash scripts/run.sh [scene.toml]   (default: assets/scenes/ballpit.toml)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,3 +20,12 @@ echo
 ./target/release/player info "$scene"
 echo
 ./target/release/player run "$scene" --headless --steps 2000 --stats "$out/stats.jsonl" --save "$out/state.pellet"
+echo
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+    # Play it in the viewer window (close the window to finish).
+    ./target/release/player "$scene"
+else
+    echo "no display: rendering frames instead of opening the viewer"
+    ./target/release/player "$scene" --headless --frames 30 --size 960x540 --out "$out/frames"
+    echo "frames: $out/frames/frame_00000.png ... frame_00029.png"
+fi

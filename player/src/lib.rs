@@ -7,6 +7,7 @@ mod error;
 pub mod render;
 pub mod scene_info;
 pub mod sim;
+pub mod viewer;
 
 pub use error::PlayerError;
 pub use pellet_gpu as gpu;

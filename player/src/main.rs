@@ -13,16 +13,61 @@ use pellet_player::sim::run::{Backend, RunOptions, run_headless};
 
 /// Pellet's player: simulates and shows unified particle / rigid-body scenes.
 ///
+/// `player SCENE` opens a window and plays the scene (a TOML file or a
+/// folder written by `bake scene`) in real time: left-drag orbits, right-drag
+/// pans, the wheel zooms; space pauses, `.` steps, R resets, F frames
+/// everything, C colours by speed, 1-9 switch to the scenes beside it.
+/// `player SCENE --headless --frames N --out DIR` renders PNG frames
+/// instead, without a display.
+///
 /// Exit status: 0 on success, 1 on a failure (one line on stderr), 2 on a
 /// usage error.
 #[derive(Debug, Parser)]
-#[command(name = "player", version, about, long_about)]
+#[command(
+    name = "player",
+    version,
+    about,
+    long_about,
+    args_conflicts_with_subcommands = true,
+    arg_required_else_help = true
+)]
 struct Cli {
     /// Log more (repeat for more detail); logs go to stderr.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Scene to play: a TOML file or a baked folder.
+    scene: Option<PathBuf>,
+    /// No window: render `--frames` PNGs into `--out`.
+    #[arg(long)]
+    headless: bool,
+    /// Frames to render with `--headless`.
+    #[arg(long, value_name = "N", requires = "out")]
+    frames: Option<u64>,
+    /// Folder for the frames.
+    #[arg(long, value_name = "DIR", requires = "frames")]
+    out: Option<PathBuf>,
+    /// Frame size, `WIDTHxHEIGHT`.
+    #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
+    size: (u32, u32),
+    /// Steps between frames (default: 1/60 s of simulated time).
+    #[arg(long, value_name = "K")]
+    every: Option<u64>,
+    /// Where meshes of `[[bodies]]` are baked and kept.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Close the window after this many frames (scripted checks).
+    #[arg(long, value_name = "N", hide_short_help = true)]
+    exit_after: Option<u64>,
+    /// Save the window's last frame as PNG (with --exit-after).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "exit_after",
+        hide_short_help = true
+    )]
+    screenshot: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -176,7 +221,11 @@ enum GridArg {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    match run(cli.command) {
+    let result = match cli.command {
+        Some(command) => run(command),
+        None => play(cli),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if is_broken_pipe(&err) {
@@ -186,6 +235,48 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `player SCENE [--headless --frames N --out DIR]`.
+fn play(cli: Cli) -> anyhow::Result<()> {
+    let Some(scene) = cli.scene else {
+        anyhow::bail!("no scene given; try: player assets/scenes/ballpit.toml");
+    };
+    if cli.headless {
+        let (Some(count), Some(out)) = (cli.frames, cli.out) else {
+            anyhow::bail!(
+                "--headless renders frames: add --frames N --out DIR (or simulate without frames: player run {} --headless)",
+                scene.display()
+            );
+        };
+        return run(Command::Run {
+            scene,
+            headless: true,
+            steps: None,
+            backend: BackendArg::Gpu,
+            adapter: BackendChoice::Auto,
+            stats: None,
+            stats_every: 100,
+            save: None,
+            save_every: None,
+            save_dir: None,
+            grid: GridArg::Auto,
+            frames: Some(count),
+            out: Some(out),
+            size: cli.size,
+            every: cli.every,
+            colour: ColourArg::Body,
+            cache_dir: cli.cache_dir,
+            json: false,
+        });
+    }
+    pellet_player::viewer::run_viewer(pellet_player::viewer::ViewerOptions {
+        scene,
+        cache_dir: cli.cache_dir,
+        exit_after: cli.exit_after,
+        screenshot: cli.screenshot,
+    })?;
+    Ok(())
 }
 
 fn init_logging(verbose: u8) {
@@ -299,7 +390,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         } => {
             anyhow::ensure!(
                 headless,
-                "this build has no viewer window yet; run without one: player run {} --headless --steps 1000",
+                "player run simulates without a window: add --headless (or open the viewer: player {})",
                 scene.display()
             );
             let options = RunOptions {

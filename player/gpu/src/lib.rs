@@ -164,6 +164,17 @@ impl Gpu {
         self.queue.submit([encoder.finish()]);
     }
 
+    /// Wraps a device opened elsewhere (e.g. for a window's surface).
+    pub fn from_parts(adapter: wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> Self {
+        let report = AdapterReport::new(&adapter);
+        Self {
+            adapter,
+            device,
+            queue,
+            report,
+        }
+    }
+
     /// Chooses an adapter for `choice` and opens a device with the adapter's
     /// own limits (the simulation sizes its buffers to them).
     pub fn new(choice: BackendChoice) -> Result<Self, GpuError> {

@@ -67,6 +67,24 @@ impl Camera {
         }
     }
 
+    /// A camera framing particles (`xyz` centre, `w` radius) and the floor
+    /// under them; the box `[min, max]` when there are none.
+    pub fn frame_particles(pos: &[[f32; 4]], min: [f32; 3], max: [f32; 3]) -> Self {
+        if pos.is_empty() {
+            return Self::frame(min, max);
+        }
+        let mut lo = [f32::INFINITY; 3];
+        let mut hi = [f32::NEG_INFINITY; 3];
+        for p in pos {
+            for k in 0..3 {
+                lo[k] = lo[k].min(p[k] - p[3]);
+                hi[k] = hi[k].max(p[k] + p[3]);
+            }
+        }
+        lo[1] = lo[1].min(min[1]);
+        Self::frame(lo, hi)
+    }
+
     /// Where the eye is, metres.
     pub fn eye(&self) -> [f32; 3] {
         let (sy, cy) = self.yaw.sin_cos();

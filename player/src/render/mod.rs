@@ -146,6 +146,17 @@ impl std::fmt::Debug for FrameRenderer {
 impl FrameRenderer {
     /// A renderer of `width` x `height` pixels for `sim` (set up from `setup`).
     pub fn new(sim: &GpuSim, setup: &SimSetup, width: u32, height: u32) -> Result<Self, SimError> {
+        Self::with_format(sim, setup, width, height, COLOR_FORMAT)
+    }
+
+    /// A renderer whose colour target has `format` (a window surface's).
+    pub fn with_format(
+        sim: &GpuSim,
+        setup: &SimSetup,
+        width: u32,
+        height: u32,
+        format: wgpu::TextureFormat,
+    ) -> Result<Self, SimError> {
         let gpu = sim.gpu_arc();
         let device = &gpu.device;
         let max = device.limits().max_texture_dimension_2d;
@@ -231,7 +242,7 @@ impl FrameRenderer {
             ..Default::default()
         };
         let target = [Some(wgpu::ColorTargetState {
-            format: COLOR_FORMAT,
+            format,
             blend: None,
             write_mask: wgpu::ColorWrites::ALL,
         })];
@@ -310,7 +321,7 @@ impl FrameRenderer {
         };
         let msaa = texture(
             "render/msaa",
-            COLOR_FORMAT,
+            format,
             SAMPLES,
             wgpu::TextureUsages::RENDER_ATTACHMENT,
         )
@@ -324,7 +335,7 @@ impl FrameRenderer {
         .create_view(&Default::default());
         let resolve = texture(
             "render/resolve",
-            COLOR_FORMAT,
+            format,
             1,
             wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
         );
@@ -344,16 +355,26 @@ impl FrameRenderer {
         })
     }
 
-    /// Draws the current state seen by `camera` and reads it back.
-    pub fn render(
+    /// Frame size in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    /// Records the scene seen by `camera` into `enc`, resolved into `target`
+    /// (this renderer's own texture when `None`).
+    pub fn encode(
         &self,
+        enc: &mut wgpu::CommandEncoder,
+        target: Option<&wgpu::TextureView>,
         camera: &Camera,
         mode: ColourMode,
         speed_scale: f32,
-    ) -> Result<image::RgbaImage, SimError> {
+    ) {
         let (width, height) = self.size;
+        let view = camera.view();
+        let l = [0.4f32, 0.9, 0.5];
         let uniform = CameraUniform {
-            view: camera.view(),
+            view,
             proj: camera.projection(width as f32 / height as f32),
             mode: [
                 if mode == ColourMode::BySpeed {
@@ -365,61 +386,69 @@ impl FrameRenderer {
                 self.particles as f32,
                 0.0,
             ],
-            light: [0.4, 0.9, 0.5, 0.0],
+            // The light in view space.
+            light: [
+                view[0][0] * l[0] + view[1][0] * l[1] + view[2][0] * l[2],
+                view[0][1] * l[0] + view[1][1] * l[1] + view[2][1] * l[2],
+                view[0][2] * l[0] + view[1][2] * l[1] + view[2][2] * l[2],
+                0.0,
+            ],
         };
+        self.gpu
+            .queue
+            .write_buffer(&self.camera_buffer, 0, bytemuck::bytes_of(&uniform));
+        let own = self.resolve.create_view(&Default::default());
+        let resolve_view = target.unwrap_or(&own);
+        let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("render/pass"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &self.msaa,
+                depth_slice: None,
+                resolve_target: Some(resolve_view),
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(wgpu::Color {
+                        r: 0.92,
+                        g: 0.94,
+                        b: 0.97,
+                        a: 1.0,
+                    }),
+                    store: wgpu::StoreOp::Discard,
+                },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &self.depth,
+                depth_ops: Some(wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(1.0),
+                    store: wgpu::StoreOp::Discard,
+                }),
+                stencil_ops: None,
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.set_pipeline(&self.planes);
+        pass.set_vertex_buffer(0, self.plane_buffer.slice(..));
+        pass.draw(0..self.plane_vertices, 0..1);
+        pass.set_pipeline(&self.spheres);
+        pass.draw(0..6, 0..self.particles);
+    }
+
+    /// Draws the current state seen by `camera` and reads it back.
+    pub fn render(
+        &self,
+        camera: &Camera,
+        mode: ColourMode,
+        speed_scale: f32,
+    ) -> Result<image::RgbaImage, SimError> {
+        let (width, height) = self.size;
         let device = &self.gpu.device;
         let queue = &self.gpu.queue;
-        // Light in view space.
-        let v = uniform.view;
-        let l = [0.4f32, 0.9, 0.5];
-        let mut u = uniform;
-        u.light = [
-            v[0][0] * l[0] + v[1][0] * l[1] + v[2][0] * l[2],
-            v[0][1] * l[0] + v[1][1] * l[1] + v[2][1] * l[2],
-            v[0][2] * l[0] + v[1][2] * l[1] + v[2][2] * l[2],
-            0.0,
-        ];
-        queue.write_buffer(&self.camera_buffer, 0, bytemuck::bytes_of(&u));
         let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("render/frame"),
         });
-        let resolve_view = self.resolve.create_view(&Default::default());
-        {
-            let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("render/pass"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &self.msaa,
-                    depth_slice: None,
-                    resolve_target: Some(&resolve_view),
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(wgpu::Color {
-                            r: 0.92,
-                            g: 0.94,
-                            b: 0.97,
-                            a: 1.0,
-                        }),
-                        store: wgpu::StoreOp::Discard,
-                    },
-                })],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &self.depth,
-                    depth_ops: Some(wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Discard,
-                    }),
-                    stencil_ops: None,
-                }),
-                timestamp_writes: None,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            pass.set_bind_group(0, &self.bind_group, &[]);
-            pass.set_pipeline(&self.planes);
-            pass.set_vertex_buffer(0, self.plane_buffer.slice(..));
-            pass.draw(0..self.plane_vertices, 0..1);
-            pass.set_pipeline(&self.spheres);
-            pass.draw(0..6, 0..self.particles);
-        }
+        self.encode(&mut enc, None, camera, mode, speed_scale);
         let row = (width * 4).div_ceil(256) * 256;
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("render/readback"),

@@ -57,10 +57,11 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) ii: u32) -> 
     let r = p.w;
     // Corners of a quad facing the camera, a little larger than the sphere
     // so its silhouette under perspective stays inside.
+    // Two triangles: (0, 1, 2) and (3, 4, 5) = (-1,-1) (1,-1) (1,1) and (-1,-1) (1,1) (-1,1).
     var corner = vec2<f32>(-1.0, -1.0);
-    if (vi == 1u || vi == 4u) {
+    if (vi == 1u) {
         corner = vec2<f32>(1.0, -1.0);
-    } else if (vi == 2u || vi == 3u) {
+    } else if (vi == 2u || vi == 4u) {
         corner = vec2<f32>(1.0, 1.0);
     } else if (vi == 5u) {
         corner = vec2<f32>(-1.0, 1.0);

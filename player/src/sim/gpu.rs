@@ -745,6 +745,27 @@ impl GpuSim {
         q.write_buffer(&b[&B_LOCAL], 0, bytemuck::cast_slice(&state.local));
     }
 
+    /// Applies new parameters (gravity, time step) and material pairs at
+    /// once, without restarting (the viewer's live controls).
+    pub fn update_parameters(&mut self, params: &Params, pairs: &[super::setup::PairParams]) {
+        let q = &self.gpu.queue;
+        q.write_buffer(&self.buffers[&B_PARAMS], 0, bytemuck::bytes_of(params));
+        q.write_buffer(&self.buffers[&B_PAIRS], 0, bytemuck::cast_slice(pairs));
+        let dt = params.dt;
+        for (buffer, (dt_hist, commit)) in
+            self.mode_buffers
+                .iter()
+                .zip([(dt, 1u32), (0.5 * dt, 0), (0.0, 1)])
+        {
+            q.write_buffer(
+                buffer,
+                0,
+                bytemuck::cast_slice(&[dt_hist.to_bits(), commit, 0, 0]),
+            );
+        }
+        self.params = *params;
+    }
+
     /// Sets the step counter (the kernels' clock) on both sides.
     pub fn set_step(&mut self, step: u32) {
         self.gpu

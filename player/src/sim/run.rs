@@ -235,7 +235,8 @@ pub fn run_headless(
             let min = setup.grid.origin;
             let max: [f32; 3] =
                 std::array::from_fn(|k| min[k] + setup.grid.dims[k] as f32 * setup.grid.cell_size);
-            Some((r, crate::render::Camera::frame(min, max), f))
+            let camera = crate::render::Camera::frame_particles(&setup.particles.pos, min, max);
+            Some((r, camera, f))
         }
         None => None,
     };

@@ -1,0 +1,107 @@
+//! The real window, under Xvfb (Debian `xvfb`, installed by scripts/setup.sh):
+//! the viewer opens, plays a scene with its panel, and a screenshot of the
+//! window's last frame is written and checked; without a display the player
+//! says so in one line and shows the headless command.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+fn scene(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/scenes")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_window_plays_under_xvfb_and_takes_a_screenshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("window.png");
+    let out = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1400x900x24"])
+        .arg(env!("CARGO_BIN_EXE_player"))
+        .arg(scene("push.toml"))
+        .args(["--exit-after", "15", "--screenshot"])
+        .arg(&shot)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .expect("xvfb-run (install the xvfb package: bash scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let img = image::open(&shot).unwrap().to_rgba8();
+    assert!(
+        img.width() >= 640 && img.height() >= 400,
+        "{:?}",
+        img.dimensions()
+    );
+    // The egui panel (dark) on the left, the light scene background on the right.
+    let panel = img.get_pixel(20, img.height() - 20);
+    assert!(panel[0] < 80, "no panel: {panel:?}");
+    let background = img.get_pixel(img.width() - 10, 10);
+    assert!(background[0] > 200, "no scene background: {background:?}");
+    // The scene: particles and floor differ from the background.
+    let drawn = img
+        .enumerate_pixels()
+        .filter(|(x, _, p)| {
+            *x > img.width() / 4 && (0..3).any(|c| p[c].abs_diff(background[c]) > 30)
+        })
+        .count();
+    assert!(drawn > 5000, "little drawn: {drawn} pixels");
+}
+
+#[test]
+fn without_a_display_it_says_so_in_one_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_player"))
+        .arg(scene("ballpit.toml"))
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no display") && err.contains("--headless --frames"),
+        "{err}"
+    );
+}
+
+#[test]
+fn headless_frames_from_the_top_level_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let frames = dir.path().join("frames");
+    let out = Command::new(env!("CARGO_BIN_EXE_player"))
+        .arg(scene("ballpit.toml"))
+        .args([
+            "--headless",
+            "--frames",
+            "3",
+            "--every",
+            "10",
+            "--size",
+            "160x120",
+            "--out",
+        ])
+        .arg(&frames)
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for k in 0..3 {
+        let img = image::open(frames.join(format!("frame_{k:05}.png"))).unwrap();
+        assert_eq!((img.width(), img.height()), (160, 120));
+    }
+    assert!(!frames.join("frame_00003.png").exists());
+}
