@@ -54,6 +54,7 @@ fn group_order(group: &str) -> usize {
         "neighbour model",
         "particle simulation",
         "rigid bodies",
+        "rendering",
         "formats",
     ]
     .iter()
@@ -84,6 +85,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wanted("rigid bodies") {
         rows.extend(cases::bodies::run(samples, cli.quick));
+    }
+    if wanted("rendering") {
+        rows.extend(cases::render::run(samples, cli.quick));
     }
     if wanted("formats") {
         eprintln!("bench: formats ({particles} particles, {samples} samples)");

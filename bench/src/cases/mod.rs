@@ -6,4 +6,5 @@ pub mod bodies;
 pub mod formats;
 pub mod neighbour_model;
 pub mod peers;
+pub mod render;
 pub mod sim;
