@@ -42,18 +42,8 @@ struct Cli {
     /// No window: render `--frames` PNGs into `--out`.
     #[arg(long)]
     headless: bool,
-    /// Frames to render with `--headless`.
-    #[arg(long, value_name = "N", requires = "out")]
-    frames: Option<u64>,
-    /// Folder for the frames.
-    #[arg(long, value_name = "DIR", requires = "frames")]
-    out: Option<PathBuf>,
-    /// Frame size, `WIDTHxHEIGHT`.
-    #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
-    size: (u32, u32),
-    /// Steps between frames (default: 1/60 s of simulated time).
-    #[arg(long, value_name = "K")]
-    every: Option<u64>,
+    #[command(flatten)]
+    frames: FrameArgs,
     /// Where meshes of `[[bodies]]` are baked and kept.
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -149,22 +139,8 @@ enum Command {
         /// Dense cells, hashed cells, or chosen by size.
         #[arg(long, value_enum, default_value_t = GridArg::Auto)]
         grid: GridArg,
-        /// Render this many frames (PNG) into `--out`, one every `--every`
-        /// steps, through the GPU renderer (the run takes as many steps).
-        #[arg(long, value_name = "N", requires = "out")]
-        frames: Option<u64>,
-        /// Folder for `--frames` (`frame_00000.png`, ...).
-        #[arg(long, value_name = "DIR", requires = "frames")]
-        out: Option<PathBuf>,
-        /// Frame size in pixels, `WIDTHxHEIGHT`.
-        #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
-        size: (u32, u32),
-        /// Steps between frames (default: 1/60 s of simulated time).
-        #[arg(long, value_name = "K")]
-        every: Option<u64>,
-        /// Colour particles by body or by speed.
-        #[arg(long, value_enum, default_value_t = ColourArg::Body)]
-        colour: ColourArg,
+        #[command(flatten)]
+        frames: FrameArgs,
         /// Where meshes of `[[bodies]]` are baked and kept (default
         /// `$XDG_CACHE_HOME/pellet/bodies`).
         #[arg(long, value_name = "DIR")]
@@ -173,6 +149,46 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Headless frames, shared by `player SCENE --headless` and `player run`.
+#[derive(Debug, Clone, clap::Args)]
+struct FrameArgs {
+    /// Render this many frames (PNG) into `--out`, one every `--every` steps,
+    /// through the GPU renderer.
+    #[arg(long, value_name = "N", requires = "out")]
+    frames: Option<u64>,
+    /// Folder for the frames (`frame_00000.png`, ...).
+    #[arg(long, value_name = "DIR", requires = "frames")]
+    out: Option<PathBuf>,
+    /// Frame size in pixels, `WIDTHxHEIGHT`.
+    #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
+    size: (u32, u32),
+    /// Steps between frames (default: 1/60 s of simulated time).
+    #[arg(long, value_name = "K")]
+    every: Option<u64>,
+    /// Colour particles by body or by speed.
+    #[arg(long, value_enum, default_value_t = ColourArg::Body)]
+    colour: ColourArg,
+}
+
+impl FrameArgs {
+    fn options(&self) -> Option<pellet_player::sim::run::FrameOptions> {
+        let (Some(count), Some(out)) = (self.frames, self.out.clone()) else {
+            return None;
+        };
+        Some(pellet_player::sim::run::FrameOptions {
+            count,
+            out,
+            width: self.size.0,
+            height: self.size.1,
+            every: self.every,
+            colour: match self.colour {
+                ColourArg::Body => pellet_player::render::ColourMode::ByBody,
+                ColourArg::Speed => pellet_player::render::ColourMode::BySpeed,
+            },
+        })
+    }
 }
 
 /// Particle colours.
@@ -242,13 +258,13 @@ fn play(cli: Cli) -> anyhow::Result<()> {
     let Some(scene) = cli.scene else {
         anyhow::bail!("no scene given; try: player assets/scenes/ballpit.toml");
     };
-    if cli.headless {
-        let (Some(count), Some(out)) = (cli.frames, cli.out) else {
+    if cli.headless || cli.frames.frames.is_some() {
+        if cli.frames.options().is_none() {
             anyhow::bail!(
                 "--headless renders frames: add --frames N --out DIR (or simulate without frames: player run {} --headless)",
                 scene.display()
             );
-        };
+        }
         return run(Command::Run {
             scene,
             headless: true,
@@ -261,11 +277,7 @@ fn play(cli: Cli) -> anyhow::Result<()> {
             save_every: None,
             save_dir: None,
             grid: GridArg::Auto,
-            frames: Some(count),
-            out: Some(out),
-            size: cli.size,
-            every: cli.every,
-            colour: ColourArg::Body,
+            frames: cli.frames,
             cache_dir: cli.cache_dir,
             json: false,
         });
@@ -381,10 +393,6 @@ fn run(command: Command) -> anyhow::Result<()> {
             save_dir,
             grid,
             frames,
-            out: frames_out,
-            size,
-            every,
-            colour,
             cache_dir,
             json,
         } => {
@@ -410,20 +418,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                     GridArg::Hashed => GridMode::Hashed,
                 },
                 cache_dir,
-                frames: match (frames, frames_out) {
-                    (Some(count), Some(out)) => Some(pellet_player::sim::run::FrameOptions {
-                        count,
-                        out,
-                        width: size.0,
-                        height: size.1,
-                        every,
-                        colour: match colour {
-                            ColourArg::Body => pellet_player::render::ColourMode::ByBody,
-                            ColourArg::Speed => pellet_player::render::ColourMode::BySpeed,
-                        },
-                    }),
-                    _ => None,
-                },
+                frames: frames.options(),
             };
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
