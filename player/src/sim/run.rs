@@ -128,6 +128,14 @@ pub fn load_setup_cached(
     grid: GridMode,
     cache_dir: Option<PathBuf>,
 ) -> Result<SimSetup, SimError> {
+    if crate::remote::is_url(scene_path) {
+        let root = cache_dir
+            .as_ref()
+            .map(|d| d.join("http"))
+            .unwrap_or_else(crate::remote::default_http_cache);
+        let folder = crate::remote::fetch_baked_folder(&scene_path.to_string_lossy(), &root)?;
+        return load_baked_folder(&folder, grid);
+    }
     if scene_path.is_dir() {
         return load_baked_folder(scene_path, grid);
     }
