@@ -60,6 +60,25 @@ enum Command {
     /// static HTTP server; `player run DIR` plays it.
     ///
     /// Example: bake scene assets/scenes/bunnies.toml -o baked/bunnies
+    /// Re-bake a scene's folder whenever the scene or one of its meshes changes.
+    ///
+    /// Bakes once like `bake scene`, then watches the scene file and every
+    /// mesh and particle file it names (their folders, since editors save by
+    /// renaming) and re-bakes after each saved edit; unchanged bodies are
+    /// reused. A broken edit prints its error and the last good folder stays.
+    /// Stop with Ctrl-C.
+    ///
+    /// Example: bake watch assets/scenes/bunnies.toml -o baked/bunnies
+    Watch {
+        /// The scene (TOML).
+        scene: PathBuf,
+        /// The baked folder to keep up to date.
+        #[arg(short, long, value_name = "DIR")]
+        output: PathBuf,
+        /// Stop after this many bakes (scripted checks).
+        #[arg(long, value_name = "N", hide = true)]
+        max_bakes: Option<u64>,
+    },
     Scene {
         /// The scene (TOML).
         scene: PathBuf,
@@ -262,6 +281,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mesh(args) => mesh(args),
+        Command::Watch {
+            scene,
+            output,
+            max_bakes,
+        } => watch(&scene, &output, max_bakes),
         Command::Scene {
             scene,
             output,
@@ -680,6 +704,60 @@ fn validate_table(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The files `scene` is made of: itself, its meshes and particle files.
+fn scene_inputs(scene: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = vec![scene.to_path_buf()];
+    if let Ok(s) = pellet_formats::Scene::load(scene) {
+        let dir = scene.parent().unwrap_or(std::path::Path::new("."));
+        files.extend(s.bodies.iter().map(|b| dir.join(&b.mesh)));
+        for p in &s.particles {
+            if let pellet_formats::scene::ParticleOrigin::File(f) = &p.origin {
+                files.push(dir.join(f));
+            }
+        }
+    }
+    files
+}
+
+fn watch(
+    scene: &std::path::Path,
+    output: &std::path::Path,
+    max_bakes: Option<u64>,
+) -> anyhow::Result<ExitCode> {
+    let mut bakes = 0u64;
+    loop {
+        let started = std::time::Instant::now();
+        match pellet_bake::scene_bake::bake_scene(
+            scene,
+            output,
+            Voxelizer::Cpu,
+            &Progress::hidden(),
+        ) {
+            Ok(r) => {
+                let baked = r.bodies.iter().filter(|b| b.baked).count();
+                println!(
+                    "baked {} -> {}: {} bodies ({baked} re-baked), {} objects, {:.2} s",
+                    scene.display(),
+                    output.display(),
+                    r.bodies.len(),
+                    r.objects,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            // Keep watching: the last good folder stays as it was.
+            Err(e) => eprintln!("bake: {e} (keeping the last good folder)"),
+        }
+        std::io::stdout().flush()?;
+        bakes += 1;
+        if max_bakes.is_some_and(|m| bakes >= m) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut watcher = pellet_formats::watch::FileWatcher::new(&scene_inputs(scene))
+            .map_err(|e| anyhow::anyhow!("cannot watch {}: {e}", scene.display()))?;
+        while !watcher.wait(std::time::Duration::from_secs(3600)) {}
+    }
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

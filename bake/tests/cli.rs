@@ -502,3 +502,60 @@ fn inspect_bodies_prints_body_rows() {
     assert_eq!(cols.len(), 14);
     assert_eq!(cols[4], "1", "qw of the identity");
 }
+
+#[test]
+fn bake_watch_rebakes_after_an_edit_and_survives_a_broken_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let meshes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/meshes");
+    std::fs::copy(meshes.join("tile.glb"), dir.path().join("tile.glb")).expect("copy");
+    let scene = dir.path().join("scene.toml");
+    let good = |radius: f32| {
+        format!(
+            "name = \"w\"\n[domain]\nmin = [0, 0, 0]\nmax = [1, 1, 1]\n[[bodies]]\nmesh = \"tile.glb\"\nparticle_radius = {radius}\nposition = [0.5, 0.5, 0.5]\n"
+        )
+    };
+    let save = |text: &str| {
+        let tmp = dir.path().join("scene.toml.tmp");
+        std::fs::write(&tmp, text).expect("write");
+        std::fs::rename(&tmp, &scene).expect("rename");
+    };
+    save(&good(0.01));
+    let out = dir.path().join("baked");
+    let child = Command::new(env!("CARGO_BIN_EXE_bake"))
+        .args([
+            OsStr::new("watch"),
+            scene.as_os_str(),
+            OsStr::new("-o"),
+            out.as_os_str(),
+        ])
+        .args(["--max-bakes", "3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The first bake.
+    let start = std::time::Instant::now();
+    while !out.join("manifest.pellet").exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "no first bake"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    save("[domain]\nmin = [0, 0, 0]\n"); // broken: the folder stays
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    save(&good(0.005)); // fixed: re-baked at a new size
+    let output = child.wait_with_output().expect("wait");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("baked")).count(),
+        2,
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("(1 re-baked)"), "{stdout}");
+    assert!(stderr.contains("keeping the last good folder"), "{stderr}");
+    assert!(out.join("manifest.pellet").exists());
+}

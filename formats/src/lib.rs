@@ -24,6 +24,7 @@ pub mod estimate;
 pub mod io;
 pub mod scene;
 pub(crate) mod validate;
+pub mod watch;
 
 pub use assets::{AnyAsset, Asset, AssetKind};
 pub use blob::PodVec;

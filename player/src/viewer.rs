@@ -157,6 +157,23 @@ struct WindowState {
     fps: f32,
     message: Option<String>,
     siblings: Vec<PathBuf>,
+    watcher: Option<pellet_formats::watch::FileWatcher>,
+}
+
+/// The files a scene is made of: the TOML (or a baked folder) and its meshes
+/// and particle files.
+fn scene_files(path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf()];
+    if let Ok(scene) = pellet_formats::Scene::load(path) {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        files.extend(scene.bodies.iter().map(|b| dir.join(&b.mesh)));
+        for p in &scene.particles {
+            if let pellet_formats::scene::ParticleOrigin::File(f) = &p.origin {
+                files.push(dir.join(f));
+            }
+        }
+    }
+    files
 }
 
 struct App {
@@ -307,7 +324,60 @@ impl WindowState {
             frames: 0,
             fps: 0.0,
             message: None,
+            watcher: pellet_formats::watch::FileWatcher::new(&scene_files(&options.scene)).ok(),
         })
+    }
+
+    /// Hot reload after an edit: the new scene, with the running state
+    /// carried over; a broken edit keeps the last good state and says why.
+    fn hot_reload(&mut self, cache: Option<PathBuf>) {
+        let path = self.playing.path.clone();
+        let setup = load_setup_cached(&path, GridMode::Auto, cache);
+        let mut setup = match setup {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(
+                    "reload of {} failed, keeping the last good state: {e}",
+                    path.display()
+                );
+                self.message = Some(format!("reload failed (keeping the last good state): {e}"));
+                return;
+            }
+        };
+        if let (Ok(state), Ok(bodies)) = (self.playing.sim.snapshot(), self.playing.sim.bodies()) {
+            setup.carry_state_from(&self.playing.setup, &state, &bodies);
+        }
+        let started = Simulation::gpu(self.gpu.clone(), &setup).and_then(|sim| {
+            let renderer = match sim.gpu_sim() {
+                Some(g) => FrameRenderer::with_format(
+                    g,
+                    &setup,
+                    self.config.width,
+                    self.config.height,
+                    self.config.format,
+                )?,
+                None => return Err(SimError::Invalid("the viewer needs the GPU backend".into())),
+            };
+            Ok((sim, renderer))
+        });
+        match started {
+            Ok((sim, renderer)) => {
+                tracing::info!("reloaded {}", path.display());
+                self.playing = Playing {
+                    path: path.clone(),
+                    live: Live::from_setup(&setup),
+                    setup,
+                    sim,
+                    renderer,
+                    stats: None,
+                };
+                self.message = Some("reloaded".into());
+                self.watcher = pellet_formats::watch::FileWatcher::new(&scene_files(&path)).ok();
+            }
+            Err(e) => {
+                self.message = Some(format!("reload failed (keeping the last good state): {e}"))
+            }
+        }
     }
 
     fn resize(&mut self, width: u32, height: u32) {
@@ -341,6 +411,7 @@ impl WindowState {
             Ok(p) => {
                 let (min, max) = frame_box(&p.setup);
                 self.camera = Camera::frame_particles(&p.setup.particles.pos, min, max);
+                self.watcher = pellet_formats::watch::FileWatcher::new(&scene_files(&path)).ok();
                 self.playing = p;
                 self.message = None;
                 self.sim_debt = 0.0;
@@ -531,6 +602,9 @@ impl WindowState {
     }
 
     fn redraw(&mut self, options: &ViewerOptions) -> Result<bool, SimError> {
+        if self.watcher.as_mut().is_some_and(|w| w.changed()) {
+            self.hot_reload(options.cache_dir.clone());
+        }
         self.simulate()?;
         let raw = self.egui_state.take_egui_input(&self.window);
         let ctx = self.egui_ctx.clone();

@@ -105,3 +105,46 @@ fn headless_frames_from_the_top_level_command() {
     }
     assert!(!frames.join("frame_00003.png").exists());
 }
+
+#[test]
+fn the_window_follows_edits_and_keeps_the_last_good_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene_path = dir.path().join("edit.toml");
+    let good = |g: f32| {
+        format!(
+            "name = \"edit\"\n[simulation]\ngravity = [0, {g}, 0]\n[domain]\nmin = [0, 0, 0]\nmax = [0.3, 0.3, 0.3]\n\
+             [[particles]]\nregion = {{ min = [0.05, 0.05, 0.05], max = [0.25, 0.2, 0.25] }}\nspacing = 0.025\n"
+        )
+    };
+    let save = |text: &str| {
+        let tmp = dir.path().join("edit.toml.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &scene_path).unwrap();
+    };
+    save(&good(-9.81));
+    let child = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1024x768x24"])
+        .arg(env!("CARGO_BIN_EXE_player"))
+        .arg("-v")
+        .arg(&scene_path)
+        .args(["--exit-after", "100000"])
+        .env("NODEVICE_SELECT", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    save("[domain]\nmin = [0, 0]\n"); // broken
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    save(&good(-1.0)); // fixed
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // Stop the viewer (xvfb-run forwards nothing, so kill its process group's player).
+    let _ = Command::new("pkill")
+        .arg("-f")
+        .arg(scene_path.to_string_lossy().as_ref())
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("viewer ready"), "{log}");
+    assert!(log.contains("keeping the last good state"), "{log}");
+    assert!(log.contains("reloaded"), "{log}");
+}

@@ -463,6 +463,70 @@ impl SimSetup {
         })
     }
 
+    /// Hot reload: carries the running state of `old` (a snapshot of it in
+    /// `state`, its bodies in `bodies`) into this freshly loaded setup, so an
+    /// edit does not restart the scene. Free particles keep their positions
+    /// and velocities when their number did not change; bodies (by index)
+    /// keep their pose, momentum and angular momentum, and their particles
+    /// (perhaps re-baked, at another size) are placed from that pose.
+    pub fn carry_state_from(
+        &mut self,
+        old: &SimSetup,
+        state: &pellet_formats::assets::SimState,
+        bodies: &[BodyGpu],
+    ) {
+        let free = |s: &SimSetup| s.particles.meta.iter().filter(|m| m[2] == FREE).count();
+        let n_free = free(self);
+        if n_free == free(old) && state.positions.len() >= n_free {
+            for id in 0..n_free {
+                let (p, v, w) = (
+                    state.positions[id],
+                    state.velocities[id],
+                    state.angular_velocities[id],
+                );
+                let k = id; // free particles come first, in id order
+                self.particles.pos[k][..3].copy_from_slice(&p);
+                self.particles.vel[k][..3].copy_from_slice(&v);
+                self.particles.angvel[k][..3].copy_from_slice(&w);
+            }
+        }
+        for (new, was) in self.bodies.iter_mut().zip(bodies) {
+            new.position[..3].copy_from_slice(&was.position[..3]);
+            new.orientation = was.orientation;
+            if new.kind() == DYNAMIC && was.kind() == DYNAMIC {
+                new.momentum = was.momentum;
+                new.angular_momentum = was.angular_momentum;
+                let l = [
+                    was.angular_momentum[0],
+                    was.angular_momentum[1],
+                    was.angular_momentum[2],
+                ];
+                let w = super::body::world_omega(new, new.orientation, l);
+                let v: [f32; 3] = std::array::from_fn(|a| was.momentum[a] * new.position[3]);
+                new.velocity = [v[0], v[1], v[2], 0.0];
+                new.omega = [w[0], w[1], w[2], 0.0];
+            } else {
+                new.velocity = was.velocity;
+                new.omega = was.omega;
+            }
+        }
+        let p = &mut self.particles;
+        for k in 0..p.len() {
+            let b = p.meta[k][2];
+            if b != FREE {
+                let body = self.bodies[b as usize];
+                let local = p.local[k];
+                body_particle(
+                    &body,
+                    &local,
+                    &mut p.pos[k],
+                    &mut p.vel[k],
+                    &mut p.angvel[k],
+                );
+            }
+        }
+    }
+
     /// Number of materials.
     pub fn material_count(&self) -> u32 {
         self.material_names.len() as u32
