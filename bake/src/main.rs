@@ -708,17 +708,9 @@ fn validate_table(
 
 /// The files `scene` is made of: itself, its meshes and particle files.
 fn scene_inputs(scene: &std::path::Path) -> Vec<PathBuf> {
-    let mut files = vec![scene.to_path_buf()];
-    if let Ok(s) = pellet_formats::Scene::load(scene) {
-        let dir = scene.parent().unwrap_or(std::path::Path::new("."));
-        files.extend(s.bodies.iter().map(|b| dir.join(&b.mesh)));
-        for p in &s.particles {
-            if let pellet_formats::scene::ParticleOrigin::File(f) = &p.origin {
-                files.push(dir.join(f));
-            }
-        }
-    }
-    files
+    pellet_formats::Scene::load(scene)
+        .map(|s| s.input_files(scene))
+        .unwrap_or_else(|_| vec![scene.to_path_buf()])
 }
 
 fn watch(

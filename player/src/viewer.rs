@@ -94,12 +94,7 @@ struct Live {
 impl Live {
     fn from_setup(s: &SimSetup) -> Self {
         let p = s.pairs.first().copied().unwrap_or_default();
-        let beta = f64::from(p.damping_ratio2) / 2.0;
-        let restitution = if beta <= 0.0 {
-            1.0
-        } else {
-            (-std::f64::consts::PI * beta / (1.0 - beta * beta).max(1e-9).sqrt()).exp() as f32
-        };
+        let restitution = crate::sim::setup::restitution_of(&p);
         Self {
             gravity: s.gravity,
             stiffness_scale: 1.0,
@@ -160,20 +155,11 @@ struct WindowState {
     watcher: Option<pellet_formats::watch::FileWatcher>,
 }
 
-/// The files a scene is made of: the TOML (or a baked folder) and its meshes
-/// and particle files.
+/// The files a scene is made of (just the path for a folder or URL).
 fn scene_files(path: &Path) -> Vec<PathBuf> {
-    let mut files = vec![path.to_path_buf()];
-    if let Ok(scene) = pellet_formats::Scene::load(path) {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        files.extend(scene.bodies.iter().map(|b| dir.join(&b.mesh)));
-        for p in &scene.particles {
-            if let pellet_formats::scene::ParticleOrigin::File(f) = &p.origin {
-                files.push(dir.join(f));
-            }
-        }
-    }
-    files
+    pellet_formats::Scene::load(path)
+        .map(|s| s.input_files(path))
+        .unwrap_or_else(|_| vec![path.to_path_buf()])
 }
 
 struct App {

@@ -12,7 +12,7 @@ use pellet_player::sim::run::load_setup;
 use pellet_player::sim::{ForceKind, GridMode};
 
 #[test]
-#[ignore]
+#[ignore = "prints GPU stage timings by hand; no assertions, not a CI test"]
 fn gpu_stage_timings() {
     let path = std::env::var("PELLET_TIMING_SCENE")
         .unwrap_or_else(|_| "../assets/scenes/ballpit.toml".into());

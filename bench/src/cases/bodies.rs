@@ -86,15 +86,7 @@ fn rapier(setup: &SimSetup, steps: u32, samples: usize) -> Timing {
         let mut bodies = RigidBodySet::new();
         let mut colliders = ColliderSet::new();
         let pair = setup.pairs[0];
-        let restitution = {
-            // Invert beta(e) of the default material pair.
-            let b = f64::from(pair.damping_ratio2) / 2.0;
-            if b <= 0.0 {
-                1.0
-            } else {
-                (-std::f64::consts::PI * b / (1.0 - b * b).max(1e-9).sqrt()).exp() as f32
-            }
-        };
+        let restitution = pellet_player::sim::setup::restitution_of(&pair);
         let p = &setup.particles;
         for k in 0..p.len() {
             if p.meta[k][2] != FREE {

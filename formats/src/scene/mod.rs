@@ -634,6 +634,20 @@ impl Scene {
             .unwrap_or_else(|| self.material(&spec.material).unwrap_or_default().density)
     }
 
+    /// The files a scene loaded from `scene_path` is made of: the scene
+    /// itself, its meshes and its particle files (what hot reload watches).
+    pub fn input_files(&self, scene_path: &Path) -> Vec<std::path::PathBuf> {
+        let dir = scene_path.parent().unwrap_or(Path::new("."));
+        let mut files = vec![scene_path.to_path_buf()];
+        files.extend(self.bodies.iter().map(|b| dir.join(&b.mesh)));
+        for p in &self.particles {
+            if let ParticleOrigin::File(f) = &p.origin {
+                files.push(dir.join(f));
+            }
+        }
+        files
+    }
+
     /// Number of body instances after expanding arrays.
     pub fn body_instance_count(&self) -> u64 {
         self.bodies

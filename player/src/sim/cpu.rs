@@ -610,8 +610,7 @@ impl NeighbourSink for ForceSink<'_, '_> {
 pub fn kinetic_energy(state: &HostState) -> (f64, f64) {
     let mut ke = 0.0f64;
     let mut vmax = 0.0f64;
-    for ((v, w), p) in state.vel.iter().zip(&state.angvel).zip(&state.pos) {
-        let _ = p;
+    for (v, w) in state.vel.iter().zip(&state.angvel) {
         let v2 = f64::from(v[0]).powi(2) + f64::from(v[1]).powi(2) + f64::from(v[2]).powi(2);
         let w2 = f64::from(w[0]).powi(2) + f64::from(w[1]).powi(2) + f64::from(w[2]).powi(2);
         if v[3] > 0.0 {

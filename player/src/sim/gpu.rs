@@ -843,10 +843,4 @@ impl GpuSim {
     pub fn steps(&self) -> u32 {
         self.step
     }
-
-    /// Whether `mode_buffers` exist (keeps them alive; they back the force groups).
-    #[doc(hidden)]
-    pub fn mode_count(&self) -> usize {
-        self.mode_buffers.len()
-    }
 }

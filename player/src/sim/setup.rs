@@ -188,6 +188,16 @@ pub fn damping_ratio(e: f64) -> f64 {
     -ln / (ln * ln + std::f64::consts::PI * std::f64::consts::PI).sqrt()
 }
 
+/// The restitution a pair's damping ratio gives (the inverse of
+/// [`damping_ratio`]); 1 for an undamped pair.
+pub fn restitution_of(pair: &PairParams) -> f32 {
+    let beta = f64::from(pair.damping_ratio2) / 2.0;
+    if beta <= 0.0 {
+        return 1.0;
+    }
+    (-std::f64::consts::PI * beta / (1.0 - beta * beta).max(1e-9).sqrt()).exp() as f32
+}
+
 fn mix_pair(a: &Material, b: &Material) -> PairParams {
     let harmonic = |x: f32, y: f32| 2.0 * x * y / (x + y);
     let kn = harmonic(a.stiffness, b.stiffness);

@@ -226,10 +226,8 @@ fn sort_cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     let start = cell_start[k];
     let end = cell_start[k + 1u];
-    if (end - start > 1u) {
+    if (end > start) {
         atomicMax(&counters[C_MAX_OCCUPANCY], end - start);
-    } else if (end - start == 1u) {
-        atomicMax(&counters[C_MAX_OCCUPANCY], 1u);
     }
     for (var a = start + 1u; a < end; a = a + 1u) {
         let v = sorted_index[a];
