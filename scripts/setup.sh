@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and run Pellet:
 # the Vulkan loader and Mesa's lavapipe software Vulkan driver (used when
-# there is no GPU), and Xvfb for window tests. Safe to run repeatedly; does
-# nothing when everything is present.
+# there is no GPU), Xvfb for window tests and nginx for the HTTP tests. Safe
+# to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
 need=()
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || [ -e /usr/share/vulkan/icd.d/lvp_icd.json ] || need+=(mesa-vulkan-drivers)
 ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need+=(libvulkan1)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
+# nginx serves baked folders with ETags in the HTTP tests (run unprivileged by the tests).
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2

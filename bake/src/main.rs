@@ -106,19 +106,33 @@ enum Command {
     /// Check a neighbour-overlap table's predictions against exact counts.
     ///
     /// Generates particle distributions (uniform, a packed conical pile, a
-    /// tall packed column, Gaussian clusters) on a grid of unit cells, and
-    /// for each ratio compares the model's expected neighbours per occupied
-    /// cell with the exact mean number of neighbours within eps of that
-    /// cell's particles: Pearson correlation and RMSE. Prints a Markdown
-    /// table (or JSON); docs/neighbour-model.md holds a run.
+    /// tall packed column, Gaussian clusters) on a grid of unit cells, or
+    /// reads point files, and for each ratio compares the model's expected
+    /// neighbours per occupied cell with the exact mean number of neighbours
+    /// within eps of that cell's particles (Pearson correlation and RMSE), the
+    /// same for each cell's total (what a block's memory sums), and the RMSE
+    /// after the packing correction. Prints a Markdown table (or JSON);
+    /// docs/neighbour-model.md holds a run.
     ///
-    /// Example: bake validate-table table.pellet --particles 1000000
+    /// Examples: bake validate-table table.pellet --particles 1000000;
+    /// bake validate-table table.pellet --points settled.pellet --cell-length 0.009
     ValidateTable {
         /// The table to check.
         table: PathBuf,
-        /// Particles per distribution.
+        /// Particles per generated distribution.
         #[arg(long, default_value_t = 1_000_000)]
         particles: usize,
+        /// Generated distributions to check, comma-separated (default: all
+        /// four, or none when `--points` is given).
+        #[arg(long, value_delimiter = ',', value_enum)]
+        distributions: Vec<ValidationDistribution>,
+        /// Point files to check as well: CSV `x,y,z`, raw little-endian f32
+        /// triples (`.f32`), or a simulation state (`.pellet`), in metres.
+        #[arg(long, value_name = "FILE", requires = "cell_length")]
+        points: Vec<PathBuf>,
+        /// Grid cell length for `--points`, metres; eps = ratio x this.
+        #[arg(long, value_name = "METRES")]
+        cell_length: Option<f64>,
         /// Ratios eps / l to check, comma-separated.
         #[arg(long, value_delimiter = ',', default_values_t = [0.5, 1.0, 1.5, 2.0])]
         ratios: Vec<f64>,
@@ -328,10 +342,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ValidateTable {
             table,
             particles,
+            distributions,
+            points,
+            cell_length,
             ratios,
             seed,
             json,
-        } => validate_table(&table, particles, &ratios, seed, json),
+        } => validate_table(
+            &table,
+            ValidationInputs {
+                particles,
+                distributions,
+                points,
+                cell_length,
+            },
+            &ratios,
+            seed,
+            json,
+        ),
         Command::Inspect {
             files,
             json,
@@ -645,35 +673,87 @@ fn table(args: TableArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A generated distribution for `bake validate-table`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ValidationDistribution {
+    Uniform,
+    Pile,
+    Column,
+    Clusters,
+}
+
+/// What `bake validate-table` checks.
+struct ValidationInputs {
+    particles: usize,
+    distributions: Vec<ValidationDistribution>,
+    points: Vec<PathBuf>,
+    cell_length: Option<f64>,
+}
+
 fn validate_table(
     path: &std::path::Path,
-    particles: usize,
+    inputs: ValidationInputs,
     ratios: &[f64],
     seed: u64,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    use pellet_bake::table_validation::{Distribution, validate};
+    use pellet_bake::table_validation::{Distribution, validate, validate_points};
+    let generated: Vec<Distribution> = if inputs.distributions.is_empty() {
+        if inputs.points.is_empty() {
+            Distribution::ALL.to_vec()
+        } else {
+            Vec::new()
+        }
+    } else {
+        inputs
+            .distributions
+            .iter()
+            .map(|d| match d {
+                ValidationDistribution::Uniform => Distribution::Uniform,
+                ValidationDistribution::Pile => Distribution::Pile,
+                ValidationDistribution::Column => Distribution::Column,
+                ValidationDistribution::Clusters => Distribution::Clusters,
+            })
+            .collect()
+    };
     anyhow::ensure!(
-        particles >= 1000,
-        "--particles must be at least 1000, not {particles}"
+        generated.is_empty() || inputs.particles >= 1000,
+        "--particles must be at least 1000, not {}",
+        inputs.particles
     );
+    if let Some(l) = inputs.cell_length {
+        anyhow::ensure!(
+            l.is_finite() && l > 0.0,
+            "--cell-length must be a positive number of metres, not {l}"
+        );
+    }
     let table: pellet_formats::assets::OverlapTable =
         pellet_formats::io::read_asset(path, &DecodeLimits::default())?;
+    let table_error = |e| anyhow::anyhow!("{}: {e}", path.display());
     let progress = Progress::new(true);
     let mut rows = Vec::new();
-    for d in Distribution::ALL {
-        progress.stage(format!("{}: {particles} particles", d.name()));
-        let r = validate(&table, d, particles, ratios, seed)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
-        match r {
-            Ok(r) => rows.extend(r),
-            Err(e) => {
-                progress.finish();
-                return Err(e);
-            }
+    let result = (|| -> anyhow::Result<()> {
+        for d in generated {
+            progress.stage(format!("{}: {} particles", d.name(), inputs.particles));
+            rows.extend(validate(&table, d, inputs.particles, ratios, seed).map_err(table_error)?);
         }
-    }
+        for file in &inputs.points {
+            progress.stage(format!("{}: reading", file.display()));
+            let points = pellet_formats::points::read_points(file)?;
+            anyhow::ensure!(!points.is_empty(), "{}: holds no points", file.display());
+            let l = inputs.cell_length.unwrap_or(1.0);
+            let cells: Vec<[f64; 3]> = points.iter().map(|p| p.map(|x| f64::from(x) / l)).collect();
+            let name = file.file_stem().map_or_else(
+                || file.display().to_string(),
+                |s| s.to_string_lossy().into(),
+            );
+            progress.stage(format!("{name}: {} particles", points.len()));
+            rows.extend(validate_points(&table, &name, &cells, ratios).map_err(table_error)?);
+        }
+        Ok(())
+    })();
     progress.finish();
+    result?;
     let mut stdout = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut stdout, &rows)?;
@@ -681,14 +761,17 @@ fn validate_table(
     } else {
         writeln!(
             stdout,
-            "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE |"
+            "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE | total correlation | total RMSE | correction | corrected RMSE |"
         )?;
-        writeln!(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+        writeln!(
+            stdout,
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        )?;
         for r in &rows {
             writeln!(
                 stdout,
-                "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} |",
-                r.distribution.name(),
+                "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} | {:.4} | {:.2} | {:.4} | {:.3} |",
+                r.distribution,
                 r.particles,
                 r.ratio,
                 r.cells,
@@ -699,7 +782,11 @@ fn validate_table(
                 100.0 * r.relative_rmse,
                 r.refine,
                 r.refined_correlation,
-                r.refined_rmse
+                r.refined_rmse,
+                r.total_correlation,
+                r.total_rmse,
+                r.calibration,
+                r.calibrated_rmse
             )?;
         }
     }

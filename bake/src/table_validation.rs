@@ -6,7 +6,9 @@
 //! records the results.
 
 use pellet_formats::assets::OverlapTable;
-use pellet_formats::estimate::{CellCounts, RatioOutOfRange, expected_neighbours};
+use pellet_formats::estimate::{
+    CellCounts, RatioOutOfRange, calibration_factor, expected_neighbours,
+};
 use pellet_formats::scene::Rng;
 use serde::Serialize;
 
@@ -127,8 +129,8 @@ impl Distribution {
 /// The comparison for one distribution at one ratio.
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidationRow {
-    /// Which distribution.
-    pub distribution: Distribution,
+    /// Which distribution: a generated one's name, or a point file's stem.
+    pub distribution: String,
     /// Particles.
     pub particles: usize,
     /// Ratio eps / l.
@@ -152,6 +154,17 @@ pub struct ValidationRow {
     pub refined_correlation: f64,
     /// RMSE of the refined estimate.
     pub refined_rmse: f64,
+    /// Correlation of estimated and exact neighbour totals per cell (each
+    /// cell's particles times their mean): the quantity a block's memory sums.
+    pub total_correlation: f64,
+    /// RMSE of the per-cell totals, neighbours.
+    pub total_rmse: f64,
+    /// Packing correction (`calibration_factor`) fitted on every 64th occupied
+    /// cell's exact totals.
+    pub calibration: f64,
+    /// RMSE of the per-particle means after the correction, over the cells not
+    /// used to fit it.
+    pub calibrated_rmse: f64,
     /// Largest particle count in one cell.
     pub max_cell_count: u32,
     /// Seconds for the exact count.
@@ -283,11 +296,33 @@ pub fn validate(
     ratios: &[f64],
     seed: u64,
 ) -> Result<Vec<ValidationRow>, RatioOutOfRange> {
-    if particles == 0 {
+    let points = distribution.generate(particles, seed);
+    validate_points(table, distribution.name(), &points, ratios)
+}
+
+/// Compares model and exact counts on `points`, given in cell units (cell
+/// length 1, so `eps` is the ratio), at each ratio.
+pub fn validate_points(
+    table: &OverlapTable,
+    name: &str,
+    points: &[[f64; 3]],
+    ratios: &[f64],
+) -> Result<Vec<ValidationRow>, RatioOutOfRange> {
+    if points.is_empty() {
         return Ok(Vec::new());
     }
-    let points = distribution.generate(particles, seed);
-    let grid = Grid::new(&points);
+    let particles = points.len();
+    // Shift by whole cells into the first octant (the grid starts at the
+    // origin), keeping the cell boundaries where they were.
+    let lo = points.iter().fold([0.0f64; 3], |lo, p| {
+        std::array::from_fn(|k| lo[k].min(p[k].floor()))
+    });
+    let shifted: Vec<[f64; 3]> = points
+        .iter()
+        .map(|p| std::array::from_fn(|k| p[k] - lo[k]))
+        .collect();
+    let points = &shifted;
+    let grid = Grid::new(points);
     let counts = CellCounts {
         dims: grid.dims.map(|d| d as u32),
         counts: &grid.counts,
@@ -300,7 +335,7 @@ pub fn validate(
         let refined = if refine == 1 {
             estimated.clone()
         } else {
-            refined_estimate(table, &points, &grid, ratio, refine)?
+            refined_estimate(table, points, &grid, ratio, refine)?
         };
         let start = std::time::Instant::now();
         let exact = grid.exact_means(ratio);
@@ -315,8 +350,32 @@ pub fn validate(
             / particles as f64;
         let (correlation, rmse) = compare(&occupied, &estimated, &exact);
         let (refined_correlation, refined_rmse) = compare(&occupied, &refined, &exact);
+        let total = |per_particle: &[f64]| -> Vec<f64> {
+            per_particle
+                .iter()
+                .zip(&grid.counts)
+                .map(|(m, &n)| m * f64::from(n))
+                .collect()
+        };
+        let (estimated_total, exact_total) = (total(&estimated), total(&exact));
+        let (total_correlation, total_rmse) = compare(&occupied, &estimated_total, &exact_total);
+        // Fit on every 64th occupied cell, judge on the others.
+        let calibration = calibration_factor(
+            occupied
+                .iter()
+                .step_by(64)
+                .map(|&c| (estimated_total[c], exact_total[c])),
+        );
+        let held_out: Vec<usize> = occupied
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 64 != 0)
+            .map(|(_, &c)| c)
+            .collect();
+        let calibrated: Vec<f64> = estimated.iter().map(|e| e * calibration).collect();
+        let (_, calibrated_rmse) = compare(&held_out, &calibrated, &exact);
         rows.push(ValidationRow {
-            distribution,
+            distribution: name.to_string(),
             particles,
             ratio,
             cells: occupied.len(),
@@ -327,6 +386,10 @@ pub fn validate(
             refine,
             refined_correlation,
             refined_rmse,
+            total_correlation,
+            total_rmse,
+            calibration,
+            calibrated_rmse,
             max_cell_count: grid.counts.iter().copied().max().unwrap_or(0),
             exact_seconds,
         });

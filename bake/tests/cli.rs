@@ -326,6 +326,56 @@ fn bake_table_then_inspect_at_a_ratio_and_as_json() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("outside the table's range"));
+    // validate-table on a point file in metres (cell length 0.1 m), as JSON.
+    let points = dir.path().join("points.csv");
+    let mut rng = Rng::new(5);
+    let mut csv = String::from("x,y,z\n");
+    for _ in 0..5000 {
+        let mut u = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        csv.push_str(&format!("{},{},{}\n", u() - 0.5, u() * 0.5, u()));
+    }
+    std::fs::write(&points, csv).expect("write");
+    let o = bake(&[
+        "validate-table".as_ref(),
+        table.as_os_str(),
+        "--points".as_ref(),
+        points.as_os_str(),
+        "--cell-length".as_ref(),
+        "0.1".as_ref(),
+        "--ratios".as_ref(),
+        "1".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let row = &json[0];
+    assert_eq!(row["distribution"], "points");
+    assert_eq!(row["particles"], 5000);
+    // 10 per cell and eps = 0.1 m: about 40 neighbours, less at the faces.
+    let mean = row["mean_neighbours"].as_f64().expect("mean");
+    assert!((20.0..42.0).contains(&mean), "{row}");
+    // --points needs --cell-length; a bad point file is one line.
+    let o = bake(&[
+        "validate-table".as_ref(),
+        table.as_os_str(),
+        "--points".as_ref(),
+        points.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::write(&points, "1,2\n").expect("write");
+    let o = bake(&[
+        "validate-table".as_ref(),
+        table.as_os_str(),
+        "--points".as_ref(),
+        points.as_os_str(),
+        "--cell-length".as_ref(),
+        "0.1".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        format!("bake: {}:1: has 2 fields, expected x,y,z", points.display())
+    );
     // A corrupt table: one line naming the file.
     let mut bytes = std::fs::read(&table).expect("read");
     let last = bytes.len() - 1;

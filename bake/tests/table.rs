@@ -191,3 +191,33 @@ fn the_model_tracks_exact_counts_on_clustered_particles() {
     let r = &uniform[0];
     assert!(r.rmse < 0.2 * r.mean_neighbours, "{r:?}");
 }
+
+#[test]
+fn totals_and_the_packing_correction() {
+    use pellet_bake::table_validation::{Distribution, validate, validate_points};
+    let table = bake_table(&TableSettings {
+        ratios: 20,
+        ..small(SamplingMethod::Sobol)
+    })
+    .expect("bake");
+    // Uniform points: cell counts vary (Poisson), and totals follow them.
+    let uniform = &validate(&table, Distribution::Uniform, 50_000, &[1.0], 2).expect("validate")[0];
+    assert!(uniform.total_correlation > 0.9, "{uniform:?}");
+    assert!((uniform.calibration - 1.0).abs() < 0.05, "{uniform:?}");
+    // A packed lattice: the model overestimates (grains exclude each other),
+    // and the correction lowers the error.
+    let pile = &validate(&table, Distribution::Pile, 50_000, &[1.0], 2).expect("validate")[0];
+    assert!(pile.calibration < 0.995, "{pile:?}");
+    assert!(pile.calibrated_rmse < pile.rmse, "{pile:?}");
+    // Point sets anywhere in space: shifting by whole cells changes nothing.
+    let points = Distribution::Clusters.generate(20_000, 3);
+    let a = &validate_points(&table, "a", &points, &[1.0]).expect("validate")[0];
+    let moved: Vec<[f64; 3]> = points
+        .iter()
+        .map(|p| [p[0] - 100.0, p[1] + 7.0, p[2] - 3.0])
+        .collect();
+    let b = &validate_points(&table, "b", &moved, &[1.0]).expect("validate")[0];
+    assert_eq!(a.cells, b.cells);
+    assert!((a.correlation - b.correlation).abs() < 1e-9, "{a:?} {b:?}");
+    assert!((a.mean_neighbours - b.mean_neighbours).abs() < 1e-9);
+}

@@ -56,6 +56,7 @@ fn group_order(group: &str) -> usize {
         "rigid bodies",
         "rendering",
         "formats",
+        "serving",
     ]
     .iter()
     .position(|g| *g == group)
@@ -92,6 +93,9 @@ fn main() -> anyhow::Result<()> {
     if wanted("formats") {
         eprintln!("bench: formats ({particles} particles, {samples} samples)");
         rows.extend(cases::formats::run(particles, samples));
+    }
+    if wanted("serving") {
+        rows.extend(cases::serving::run(samples, cli.quick));
     }
     if cli.filter.is_some() {
         // Keep the groups this run skipped from the previous results.

@@ -22,6 +22,7 @@ pub mod container;
 pub mod error;
 pub mod estimate;
 pub mod io;
+pub mod points;
 pub mod scene;
 pub(crate) mod validate;
 pub mod watch;

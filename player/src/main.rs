@@ -47,6 +47,16 @@ struct Cli {
     /// Where meshes of `[[bodies]]` are baked and kept.
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// For a scene served over HTTP: seconds between conditional polls of its
+    /// manifest (an unchanged one costs a 304); changes are swapped in live.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, value_parser = positive_seconds)]
+    poll: f64,
+    /// Shader hot reload (development): use `sim.wgsl` and `spheres.wgsl` from
+    /// DIR (e.g. player/src/sim and player/src/render) and rebuild the pipelines
+    /// when they are saved; a shader that fails validation is shown and the
+    /// old pipeline kept.
+    #[arg(long, value_name = "DIR", hide_short_help = true)]
+    shaders: Option<PathBuf>,
     /// Close the window after this many frames (scripted checks).
     #[arg(long, value_name = "N", hide_short_help = true)]
     exit_after: Option<u64>,
@@ -287,8 +297,17 @@ fn play(cli: Cli) -> anyhow::Result<()> {
         cache_dir: cli.cache_dir,
         exit_after: cli.exit_after,
         screenshot: cli.screenshot,
+        poll_seconds: cli.poll,
+        shaders: cli.shaders,
     })?;
     Ok(())
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.05 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds of at least 0.05")),
+    }
 }
 
 fn init_logging(verbose: u8) {

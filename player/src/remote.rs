@@ -47,30 +47,97 @@ pub fn default_http_cache() -> PathBuf {
         .join("http")
 }
 
+/// The HTTP cache root: `CACHE_DIR/http` when a cache folder is given, else
+/// [`default_http_cache`].
+pub fn http_cache_root(cache_dir: Option<&Path>) -> PathBuf {
+    cache_dir.map_or_else(default_http_cache, |d| d.join("http"))
+}
+
 fn err(url: &str, what: impl std::fmt::Display) -> SimError {
     SimError::Invalid(format!("{url}: {what}"))
 }
 
-/// GET `url` with retries; 4xx answers are not retried.
-fn get(agent: &ureq::Agent, url: &str, limit: u64) -> Result<Vec<u8>, SimError> {
+/// What a GET returned.
+enum Fetched {
+    /// 200 with a body and the validators to send next time.
+    Body {
+        bytes: Vec<u8>,
+        validators: Validators,
+    },
+    /// 304: unchanged since the validators sent.
+    NotModified,
+}
+
+/// HTTP cache validators of the last manifest seen: sent back as
+/// `If-None-Match` / `If-Modified-Since` so an unchanged manifest costs a 304.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    /// The `ETag` header.
+    pub etag: Option<String>,
+    /// The `Last-Modified` header.
+    pub last_modified: Option<String>,
+}
+
+/// GET `url` with retries; 4xx answers are not retried. With `validators`,
+/// a conditional request.
+fn get(
+    agent: &ureq::Agent,
+    url: &str,
+    limit: u64,
+    validators: Option<&Validators>,
+) -> Result<Fetched, SimError> {
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(200 << (attempt - 1)));
             tracing::warn!("{url}: retry {attempt} after: {last}");
         }
-        match agent.get(url).call() {
+        let mut request = agent.get(url);
+        if let Some(v) = validators {
+            if let Some(etag) = &v.etag {
+                request = request.header("If-None-Match", etag);
+            }
+            if let Some(date) = &v.last_modified {
+                request = request.header("If-Modified-Since", date);
+            }
+        }
+        match request.call() {
             Ok(mut response) => {
                 let status = response.status().as_u16();
+                if status == 304 && validators.is_some() {
+                    return Ok(Fetched::NotModified);
+                }
                 if (400..500).contains(&status) {
                     return Err(err(url, format!("the server answered {status}")));
                 }
-                if status >= 500 {
+                if status >= 300 {
                     last = format!("the server answered {status}");
                     continue;
                 }
+                let header = |name: &str| {
+                    response
+                        .headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                };
+                // Servers such as nginx and Python's derive validators from
+                // the file's modification time in whole seconds: a manifest
+                // served in the second it was written may change again
+                // within that second under the same validators, so such an
+                // answer is not trusted for a conditional poll (the next poll
+                // downloads the small manifest and compares its hash).
+                let (date, modified) = (header("date"), header("last-modified"));
+                let validators = if modified.is_some() && modified == date {
+                    Validators::default()
+                } else {
+                    Validators {
+                        etag: header("etag"),
+                        last_modified: modified,
+                    }
+                };
                 match response.body_mut().with_config().limit(limit).read_to_vec() {
-                    Ok(bytes) => return Ok(bytes),
+                    Ok(bytes) => return Ok(Fetched::Body { bytes, validators }),
                     Err(ureq::Error::BodyExceedsLimit(_)) => {
                         return Err(err(url, format!("larger than the {limit}-byte limit")));
                     }
@@ -90,52 +157,194 @@ fn get(agent: &ureq::Agent, url: &str, limit: u64) -> Result<Vec<u8>, SimError> 
 /// `cache_root` and returns that folder. Objects already cached with the
 /// right hash are not fetched again.
 pub fn fetch_baked_folder(url: &str, cache_root: &Path) -> Result<PathBuf, SimError> {
-    let base = url.trim_end_matches('/');
-    let folder = cache_folder(cache_root, base);
-    std::fs::create_dir_all(&folder).map_err(|e| err(&folder.display().to_string(), e))?;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(TIMEOUT_S)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let manifest_url = format!("{base}/{MANIFEST_FILE}");
-    let bytes = get(&agent, &manifest_url, MAX_MANIFEST_BYTES)?;
-    let manifest: Manifest =
-        decode(&bytes, &DecodeLimits::default()).map_err(|e| err(&manifest_url, e))?;
-    for entry in &manifest.objects {
-        // Names come from the network: only 64-digit hashes become file names.
-        if !is_object_hash(&entry.hash) {
-            return Err(err(
-                &manifest_url,
-                format!("object name {:?} is not a BLAKE3 hash", entry.hash),
-            ));
+    RemoteFolder::new(url, cache_root).fetch()
+}
+
+/// Requests a [`RemoteFolder`] has made, by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// Manifests downloaded (200).
+    pub manifests: u64,
+    /// Manifest polls answered 304 Not Modified.
+    pub not_modified: u64,
+    /// Objects downloaded.
+    pub objects: u64,
+    /// Object bytes downloaded.
+    pub object_bytes: u64,
+}
+
+/// A baked folder on an HTTP server mirrored into a local cache folder, kept
+/// up to date by polling its manifest with conditional requests.
+#[derive(Debug)]
+pub struct RemoteFolder {
+    base: String,
+    folder: PathBuf,
+    agent: ureq::Agent,
+    validators: Option<Validators>,
+    manifest_hash: Option<String>,
+    counts: RequestCounts,
+}
+
+impl RemoteFolder {
+    /// The baked folder at `url` (a trailing `/` is optional), cached below `cache_root`.
+    pub fn new(url: &str, cache_root: &Path) -> Self {
+        let base = url.trim_end_matches('/').to_owned();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(TIMEOUT_S)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Self {
+            folder: cache_folder(cache_root, &base),
+            base,
+            agent,
+            validators: None,
+            manifest_hash: None,
+            counts: RequestCounts::default(),
         }
-        let path = object_path(&folder, &entry.hash);
-        if let Ok(existing) = std::fs::read(&path)
-            && content_hash(&existing) == entry.hash
-        {
-            continue;
-        }
-        let object_url = format!("{base}/{}.pellet", entry.hash);
-        let limit = entry.size.min(MAX_OBJECT_BYTES);
-        let data = get(&agent, &object_url, limit)?;
-        let actual = content_hash(&data);
-        if actual != entry.hash {
-            return Err(err(
-                &object_url,
-                format!(
-                    "content hash is {actual}, not the {} its name promises (corrupt, truncated or tampered)",
-                    entry.hash
-                ),
-            ));
-        }
-        // A kind check before keeping it.
-        let _: pellet_formats::container::Header =
-            pellet_formats::container::Header::parse(&data).map_err(|e| err(&object_url, e))?;
-        write_atomic(&path, &data).map_err(|e| err(&path.display().to_string(), e))?;
     }
-    // The manifest last: the cached folder is never half-written.
-    write_atomic(&folder.join(MANIFEST_FILE), &bytes)
-        .map_err(|e| err(&folder.display().to_string(), e))?;
-    Ok(folder)
+
+    /// The local cache folder (a baked folder once fetched).
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// What has been requested so far.
+    pub fn counts(&self) -> RequestCounts {
+        self.counts
+    }
+
+    /// Fetches the manifest unconditionally, then every missing object.
+    pub fn fetch(&mut self) -> Result<PathBuf, SimError> {
+        self.validators = None;
+        self.manifest_hash = None;
+        self.poll()?;
+        Ok(self.folder.clone())
+    }
+
+    /// One conditional request for the manifest. `Ok(Some(folder))` when the
+    /// manifest changed and every object it names is now cached and checked;
+    /// `Ok(None)` when it is unchanged (304, or the same bytes). On an error
+    /// the cache keeps the last good manifest and its objects.
+    pub fn poll(&mut self) -> Result<Option<PathBuf>, SimError> {
+        std::fs::create_dir_all(&self.folder)
+            .map_err(|e| err(&self.folder.display().to_string(), e))?;
+        let manifest_url = format!("{}/{MANIFEST_FILE}", self.base);
+        let (bytes, validators) = match get(
+            &self.agent,
+            &manifest_url,
+            MAX_MANIFEST_BYTES,
+            self.validators.as_ref(),
+        )? {
+            Fetched::NotModified => {
+                self.counts.not_modified += 1;
+                return Ok(None);
+            }
+            Fetched::Body { bytes, validators } => (bytes, validators),
+        };
+        self.counts.manifests += 1;
+        let hash = content_hash(&bytes);
+        if self.manifest_hash.as_deref() == Some(hash.as_str()) {
+            // A server without validators (or a touched file): same content.
+            self.validators = Some(validators);
+            return Ok(None);
+        }
+        let manifest: Manifest =
+            decode(&bytes, &DecodeLimits::default()).map_err(|e| err(&manifest_url, e))?;
+        for entry in &manifest.objects {
+            // Names come from the network: only 64-digit hashes become file
+            // names, so `..`, `/etc/passwd` and the like never reach the disk.
+            if !is_object_hash(&entry.hash) {
+                return Err(err(
+                    &manifest_url,
+                    format!("object name {:?} is not a BLAKE3 hash", entry.hash),
+                ));
+            }
+            let path = object_path(&self.folder, &entry.hash);
+            if let Ok(existing) = std::fs::read(&path)
+                && content_hash(&existing) == entry.hash
+            {
+                continue;
+            }
+            let object_url = format!("{}/{}.pellet", self.base, entry.hash);
+            let limit = entry.size.min(MAX_OBJECT_BYTES);
+            let Fetched::Body { bytes: data, .. } = get(&self.agent, &object_url, limit, None)?
+            else {
+                return Err(err(&object_url, "answered 304 to an unconditional request"));
+            };
+            let actual = content_hash(&data);
+            if actual != entry.hash {
+                return Err(err(
+                    &object_url,
+                    format!(
+                        "content hash is {actual}, not the {} its name promises (corrupt, truncated or tampered)",
+                        entry.hash
+                    ),
+                ));
+            }
+            // A kind check before keeping it.
+            let _: pellet_formats::container::Header =
+                pellet_formats::container::Header::parse(&data).map_err(|e| err(&object_url, e))?;
+            write_atomic(&path, &data).map_err(|e| err(&path.display().to_string(), e))?;
+            self.counts.objects += 1;
+            self.counts.object_bytes += data.len() as u64;
+        }
+        // The manifest last: the cached folder is never half-written.
+        write_atomic(&self.folder.join(MANIFEST_FILE), &bytes)
+            .map_err(|e| err(&self.folder.display().to_string(), e))?;
+        self.validators = Some(validators);
+        self.manifest_hash = Some(hash);
+        Ok(Some(self.folder.clone()))
+    }
+}
+
+/// Polls a [`RemoteFolder`] on a background thread every `interval`; the
+/// viewer's remote hot reload. Each change (or error) arrives once.
+#[derive(Debug)]
+pub struct RemoteWatcher {
+    events: std::sync::mpsc::Receiver<Result<PathBuf, String>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RemoteWatcher {
+    /// Starts polling `remote` (already fetched once) every `interval`.
+    pub fn start(mut remote: RemoteFolder, interval: Duration) -> Self {
+        let (send, events) = std::sync::mpsc::channel();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            let mut last_error = None;
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(interval);
+                let event = match remote.poll() {
+                    Ok(None) => {
+                        last_error = None;
+                        continue;
+                    }
+                    Ok(Some(folder)) => Ok(folder),
+                    // Report an error once, not every poll.
+                    Err(e) if last_error.as_ref() == Some(&e.to_string()) => continue,
+                    Err(e) => {
+                        last_error = Some(e.to_string());
+                        Err(e.to_string())
+                    }
+                };
+                if send.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { events, stop }
+    }
+
+    /// The newest change since the last call: a freshly cached folder, or an error.
+    pub fn changed(&mut self) -> Option<Result<PathBuf, String>> {
+        self.events.try_iter().last()
+    }
+}
+
+impl Drop for RemoteWatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }

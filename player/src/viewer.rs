@@ -37,6 +37,76 @@ pub struct ViewerOptions {
     pub exit_after: Option<u64>,
     /// Save the window's last frame here (PNG) before closing.
     pub screenshot: Option<PathBuf>,
+    /// Seconds between polls of a remote scene's manifest (conditional
+    /// requests; an unchanged manifest costs one 304). Default 2.
+    pub poll_seconds: f64,
+    /// Shader hot reload: a folder whose `sim.wgsl` and `spheres.wgsl` (either
+    /// may be missing) replace the built-in shaders and are watched.
+    pub shaders: Option<PathBuf>,
+}
+
+/// Shader hot reload: the overriding sources and the watcher on their folder.
+#[derive(Default)]
+struct Shaders {
+    dir: Option<PathBuf>,
+    sim: Option<String>,
+    spheres: Option<String>,
+    watcher: Option<pellet_formats::watch::FileWatcher>,
+}
+
+impl Shaders {
+    /// The shaders in `dir` that pass naga's validation; the others are
+    /// reported and the built-in ones used.
+    fn load(dir: Option<&Path>) -> Self {
+        let Some(dir) = dir else {
+            return Self::default();
+        };
+        let read = |name: &str| -> Option<String> {
+            let text = std::fs::read_to_string(dir.join(name)).ok()?;
+            match crate::sim::gpu::validate_wgsl(name, &text) {
+                Ok(_) => Some(text),
+                Err(e) => {
+                    tracing::error!("{}: using the built-in shader: {e}", dir.display());
+                    None
+                }
+            }
+        };
+        Self {
+            dir: Some(dir.to_path_buf()),
+            sim: read("sim.wgsl"),
+            spheres: read("spheres.wgsl"),
+            watcher: pellet_formats::watch::FileWatcher::new(&[
+                dir.join("sim.wgsl"),
+                dir.join("spheres.wgsl"),
+            ])
+            .ok(),
+        }
+    }
+
+    fn simulation(&self, gpu: &Arc<Gpu>, setup: &SimSetup) -> Result<Simulation, SimError> {
+        match &self.sim {
+            Some(source) => Simulation::gpu_with_shader(gpu.clone(), setup, source),
+            None => Simulation::gpu(gpu.clone(), setup),
+        }
+    }
+
+    fn renderer(
+        &self,
+        sim: &Simulation,
+        setup: &SimSetup,
+        size: (u32, u32),
+        format: wgpu::TextureFormat,
+    ) -> Result<FrameRenderer, SimError> {
+        let Some(g) = sim.gpu_sim() else {
+            return Err(SimError::Invalid("the viewer needs the GPU backend".into()));
+        };
+        let mut renderer =
+            FrameRenderer::with_format(g, setup, size.0.max(1), size.1.max(1), format)?;
+        if let Some(source) = &self.spheres {
+            renderer.reload_shader(source)?;
+        }
+        Ok(renderer)
+    }
 }
 
 /// Whether a display server is reachable through the environment.
@@ -153,6 +223,8 @@ struct WindowState {
     message: Option<String>,
     siblings: Vec<PathBuf>,
     watcher: Option<pellet_formats::watch::FileWatcher>,
+    remote: Option<crate::remote::RemoteWatcher>,
+    shaders: Shaders,
 }
 
 /// The files a scene is made of (just the path for a folder or URL).
@@ -202,13 +274,11 @@ fn start_scene(
     cache: Option<PathBuf>,
     format: wgpu::TextureFormat,
     size: (u32, u32),
+    shaders: &Shaders,
 ) -> Result<Playing, SimError> {
     let setup = load_setup_cached(path, GridMode::Auto, cache)?;
-    let sim = Simulation::gpu(gpu.clone(), &setup)?;
-    let renderer = match sim.gpu_sim() {
-        Some(g) => FrameRenderer::with_format(g, &setup, size.0.max(1), size.1.max(1), format)?,
-        None => return Err(SimError::Invalid("the viewer needs the GPU backend".into())),
-    };
+    let sim = shaders.simulation(gpu, &setup)?;
+    let renderer = shaders.renderer(&sim, &setup, size, format)?;
     Ok(Playing {
         path: path.to_path_buf(),
         live: Live::from_setup(&setup),
@@ -266,12 +336,30 @@ impl WindowState {
             config.format = *f;
         }
         surface.configure(&gpu.device, &config);
+        // A remote scene is mirrored into its cache folder, played from
+        // there, and followed by polling its manifest.
+        let (scene, remote) = if crate::remote::is_url(&options.scene) {
+            let mut folder = crate::remote::RemoteFolder::new(
+                &options.scene.to_string_lossy(),
+                &crate::remote::http_cache_root(options.cache_dir.as_deref()),
+            );
+            let path = folder.fetch()?;
+            let interval = std::time::Duration::from_secs_f64(options.poll_seconds.max(0.05));
+            (
+                path,
+                Some(crate::remote::RemoteWatcher::start(folder, interval)),
+            )
+        } else {
+            (options.scene.clone(), None)
+        };
+        let shaders = Shaders::load(options.shaders.as_deref());
         let playing = start_scene(
             &gpu,
-            &options.scene,
+            &scene,
             options.cache_dir.clone(),
             config.format,
             (config.width, config.height),
+            &shaders,
         )?;
         let (min, max) = frame_box(&playing.setup);
         let camera = Camera::frame_particles(&playing.setup.particles.pos, min, max);
@@ -310,7 +398,13 @@ impl WindowState {
             frames: 0,
             fps: 0.0,
             message: None,
-            watcher: pellet_formats::watch::FileWatcher::new(&scene_files(&options.scene)).ok(),
+            watcher: if remote.is_some() {
+                None // the cache folder changes only through the remote watcher
+            } else {
+                pellet_formats::watch::FileWatcher::new(&scene_files(&scene)).ok()
+            },
+            remote,
+            shaders,
         })
     }
 
@@ -333,17 +427,11 @@ impl WindowState {
         if let (Ok(state), Ok(bodies)) = (self.playing.sim.snapshot(), self.playing.sim.bodies()) {
             setup.carry_state_from(&self.playing.setup, &state, &bodies);
         }
-        let started = Simulation::gpu(self.gpu.clone(), &setup).and_then(|sim| {
-            let renderer = match sim.gpu_sim() {
-                Some(g) => FrameRenderer::with_format(
-                    g,
-                    &setup,
-                    self.config.width,
-                    self.config.height,
-                    self.config.format,
-                )?,
-                None => return Err(SimError::Invalid("the viewer needs the GPU backend".into())),
-            };
+        let size = (self.config.width, self.config.height);
+        let started = self.shaders.simulation(&self.gpu, &setup).and_then(|sim| {
+            let renderer = self
+                .shaders
+                .renderer(&sim, &setup, size, self.config.format)?;
             Ok((sim, renderer))
         });
         match started {
@@ -358,11 +446,77 @@ impl WindowState {
                     stats: None,
                 };
                 self.message = Some("reloaded".into());
-                self.watcher = pellet_formats::watch::FileWatcher::new(&scene_files(&path)).ok();
+                if self.remote.is_none() {
+                    self.watcher =
+                        pellet_formats::watch::FileWatcher::new(&scene_files(&path)).ok();
+                }
             }
             Err(e) => {
                 self.message = Some(format!("reload failed (keeping the last good state): {e}"))
             }
+        }
+    }
+
+    /// Shader hot reload after an edit in the shader folder: each changed
+    /// shader is validated and its pipelines rebuilt; on an error the old
+    /// pipelines keep running and the error is shown.
+    fn reload_shaders(&mut self) {
+        let Some(dir) = self.shaders.dir.clone() else {
+            return;
+        };
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        let mut report = Vec::new();
+        if let Some(source) = read("spheres.wgsl")
+            && self.shaders.spheres.as_ref() != Some(&source)
+        {
+            match self.playing.renderer.reload_shader(&source) {
+                Ok(()) => {
+                    tracing::info!("shader reloaded: spheres.wgsl");
+                    report.push("spheres.wgsl reloaded".to_string());
+                    self.shaders.spheres = Some(source);
+                }
+                Err(e) => {
+                    tracing::error!("shader rejected, keeping the old pipeline: {e}");
+                    report.push(format!("shader rejected (keeping the old pipeline): {e}"));
+                }
+            }
+        }
+        if let Some(source) = read("sim.wgsl")
+            && self.shaders.sim.as_ref() != Some(&source)
+        {
+            // The kernels are rebuilt with the running state carried over.
+            let mut setup = self.playing.setup.clone();
+            if let (Ok(state), Ok(bodies)) =
+                (self.playing.sim.snapshot(), self.playing.sim.bodies())
+            {
+                setup.carry_state_from(&self.playing.setup, &state, &bodies);
+            }
+            let size = (self.config.width, self.config.height);
+            let started =
+                Simulation::gpu_with_shader(self.gpu.clone(), &setup, &source).and_then(|sim| {
+                    let renderer = self
+                        .shaders
+                        .renderer(&sim, &setup, size, self.config.format)?;
+                    Ok((sim, renderer))
+                });
+            match started {
+                Ok((sim, renderer)) => {
+                    tracing::info!("shader reloaded: sim.wgsl");
+                    report.push("sim.wgsl reloaded".to_string());
+                    self.shaders.sim = Some(source);
+                    self.playing.sim = sim;
+                    self.playing.renderer = renderer;
+                    self.playing.setup = setup;
+                    self.apply_live();
+                }
+                Err(e) => {
+                    tracing::error!("shader rejected, keeping the old pipeline: {e}");
+                    report.push(format!("shader rejected (keeping the old pipeline): {e}"));
+                }
+            }
+        }
+        if !report.is_empty() {
+            self.message = Some(report.join("\n"));
         }
     }
 
@@ -373,15 +527,12 @@ impl WindowState {
         self.config.width = width;
         self.config.height = height;
         self.surface.configure(&self.gpu.device, &self.config);
-        if let Some(g) = self.playing.sim.gpu_sim()
-            && let Ok(r) = FrameRenderer::with_format(
-                g,
-                &self.playing.setup,
-                width,
-                height,
-                self.config.format,
-            )
-        {
+        if let Ok(r) = self.shaders.renderer(
+            &self.playing.sim,
+            &self.playing.setup,
+            (width, height),
+            self.config.format,
+        ) {
             self.playing.renderer = r;
         }
     }
@@ -393,11 +544,13 @@ impl WindowState {
             cache,
             self.config.format,
             (self.config.width, self.config.height),
+            &self.shaders,
         ) {
             Ok(p) => {
                 let (min, max) = frame_box(&p.setup);
                 self.camera = Camera::frame_particles(&p.setup.particles.pos, min, max);
                 self.watcher = pellet_formats::watch::FileWatcher::new(&scene_files(&path)).ok();
+                self.remote = None; // a picked scene is local
                 self.playing = p;
                 self.message = None;
                 self.sim_debt = 0.0;
@@ -590,6 +743,19 @@ impl WindowState {
     fn redraw(&mut self, options: &ViewerOptions) -> Result<bool, SimError> {
         if self.watcher.as_mut().is_some_and(|w| w.changed()) {
             self.hot_reload(options.cache_dir.clone());
+        }
+        match self.remote.as_mut().and_then(|r| r.changed()) {
+            Some(Ok(_)) => self.hot_reload(options.cache_dir.clone()),
+            Some(Err(e)) => {
+                tracing::error!("remote reload failed, keeping the last good state: {e}");
+                self.message = Some(format!(
+                    "remote reload failed (keeping the last good state): {e}"
+                ));
+            }
+            None => {}
+        }
+        if self.shaders.watcher.as_mut().is_some_and(|w| w.changed()) {
+            self.reload_shaders();
         }
         self.simulate()?;
         let raw = self.egui_state.take_egui_input(&self.window);

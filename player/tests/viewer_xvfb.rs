@@ -148,3 +148,77 @@ fn the_window_follows_edits_and_keeps_the_last_good_state() {
     assert!(log.contains("keeping the last good state"), "{log}");
     assert!(log.contains("reloaded"), "{log}");
 }
+
+mod server;
+
+#[test]
+fn the_window_follows_a_served_scene_and_edited_shaders() {
+    use pellet_bake::bake_mesh::Voxelizer;
+    use pellet_bake::progress::Progress;
+    use pellet_bake::scene_bake::bake_scene;
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    let bake = |name: &str| {
+        bake_scene(
+            Path::new(&scene(name)),
+            &site.join("live"),
+            Voxelizer::Cpu,
+            &Progress::hidden(),
+        )
+        .unwrap()
+    };
+    bake("ballpit.toml");
+    let (_server, port) = server::serve(&site);
+    // The built-in shaders, copied into a folder the viewer watches.
+    let shaders = dir.path().join("shaders");
+    std::fs::create_dir_all(&shaders).unwrap();
+    let spheres = shaders.join("spheres.wgsl");
+    let builtin = pellet_player::render::SPHERES_SHADER;
+    std::fs::write(&spheres, builtin).unwrap();
+    let child = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1024x768x24"])
+        .arg(env!("CARGO_BIN_EXE_player"))
+        .arg("-v")
+        .arg(format!("http://127.0.0.1:{port}/live/"))
+        .args(["--poll", "0.3", "--exit-after", "100000", "--shaders"])
+        .arg(&shaders)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .env("NODEVICE_SELECT", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pause = |s: u64| std::thread::sleep(std::time::Duration::from_secs(s));
+    pause(8);
+    bake("push.toml"); // the server's scene changes
+    pause(4);
+    let save = |text: &str| {
+        let tmp = shaders.join("spheres.wgsl.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &spheres).unwrap();
+    };
+    save(&format!("{builtin}\nfn broken( {{\n")); // rejected
+    pause(3);
+    save(&builtin.replace(
+        "out.colour = vec4<f32>(colour, 1.0);",
+        "out.colour = vec4<f32>(1.0, 0.0, 0.0, 1.0);",
+    ));
+    pause(3);
+    let _ = Command::new("pkill")
+        .arg("-f")
+        .arg(format!("127.0.0.1:{port}/live/"))
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("viewer ready"), "{log}");
+    assert!(
+        log.contains("reloaded"),
+        "the served re-bake was not swapped in: {log}"
+    );
+    assert!(
+        log.contains("shader rejected, keeping the old pipeline"),
+        "{log}"
+    );
+    assert!(log.contains("shader reloaded: spheres.wgsl"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+}

@@ -7,4 +7,5 @@ pub mod formats;
 pub mod neighbour_model;
 pub mod peers;
 pub mod render;
+pub mod serving;
 pub mod sim;

@@ -125,6 +125,8 @@ pub struct FrameRenderer {
     camera_buffer: wgpu::Buffer,
     spheres: wgpu::RenderPipeline,
     planes: wgpu::RenderPipeline,
+    pipeline_layout: wgpu::PipelineLayout,
+    format: wgpu::TextureFormat,
     bind_group: wgpu::BindGroup,
     plane_buffer: wgpu::Buffer,
     plane_vertices: u32,
@@ -132,6 +134,86 @@ pub struct FrameRenderer {
     msaa: wgpu::TextureView,
     depth: wgpu::TextureView,
     resolve: wgpu::Texture,
+}
+
+/// The built-in renderer shader (`spheres.wgsl`).
+pub const SPHERES_SHADER: &str = SHADER;
+
+/// The sphere-impostor and plane pipelines, compiled from `source`.
+fn build_pipelines(
+    device: &wgpu::Device,
+    pipeline_layout: &wgpu::PipelineLayout,
+    format: wgpu::TextureFormat,
+    source: &str,
+) -> (wgpu::RenderPipeline, wgpu::RenderPipeline) {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("spheres.wgsl"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let depth_stencil = wgpu::DepthStencilState {
+        format: DEPTH_FORMAT,
+        depth_write_enabled: Some(true),
+        depth_compare: Some(wgpu::CompareFunction::Less),
+        stencil: Default::default(),
+        bias: Default::default(),
+    };
+    let multisample = wgpu::MultisampleState {
+        count: SAMPLES,
+        ..Default::default()
+    };
+    let target = [Some(wgpu::ColorTargetState {
+        format,
+        blend: None,
+        write_mask: wgpu::ColorWrites::ALL,
+    })];
+    let spheres = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some("render/spheres"),
+        layout: Some(pipeline_layout),
+        vertex: wgpu::VertexState {
+            module: &module,
+            entry_point: Some("vs_main"),
+            compilation_options: Default::default(),
+            buffers: &[],
+        },
+        fragment: Some(wgpu::FragmentState {
+            module: &module,
+            entry_point: Some("fs_main"),
+            compilation_options: Default::default(),
+            targets: &target,
+        }),
+        primitive: wgpu::PrimitiveState::default(),
+        depth_stencil: Some(depth_stencil.clone()),
+        multisample,
+        multiview_mask: None,
+        cache: None,
+    });
+    let plane_attributes = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x3];
+    let planes = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some("render/planes"),
+        layout: Some(pipeline_layout),
+        vertex: wgpu::VertexState {
+            module: &module,
+            entry_point: Some("vs_plane"),
+            compilation_options: Default::default(),
+            buffers: &[Some(wgpu::VertexBufferLayout {
+                array_stride: size_of::<PlaneVertex>() as u64,
+                step_mode: wgpu::VertexStepMode::Vertex,
+                attributes: &plane_attributes,
+            })],
+        },
+        fragment: Some(wgpu::FragmentState {
+            module: &module,
+            entry_point: Some("fs_plane"),
+            compilation_options: Default::default(),
+            targets: &target,
+        }),
+        primitive: wgpu::PrimitiveState::default(),
+        depth_stencil: Some(depth_stencil),
+        multisample,
+        multiview_mask: None,
+        cache: None,
+    });
+    (spheres, planes)
 }
 
 impl std::fmt::Debug for FrameRenderer {
@@ -165,10 +247,6 @@ impl FrameRenderer {
                 "frame size {width}x{height}: each side must be between 1 and {max}"
             )));
         }
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("spheres.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
         let camera_buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("render/camera"),
             size: size_of::<CameraUniform>() as u64,
@@ -230,70 +308,7 @@ impl FrameRenderer {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let depth_stencil = wgpu::DepthStencilState {
-            format: DEPTH_FORMAT,
-            depth_write_enabled: Some(true),
-            depth_compare: Some(wgpu::CompareFunction::Less),
-            stencil: Default::default(),
-            bias: Default::default(),
-        };
-        let multisample = wgpu::MultisampleState {
-            count: SAMPLES,
-            ..Default::default()
-        };
-        let target = [Some(wgpu::ColorTargetState {
-            format,
-            blend: None,
-            write_mask: wgpu::ColorWrites::ALL,
-        })];
-        let spheres = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("render/spheres"),
-            layout: Some(&pipeline_layout),
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[],
-            },
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &target,
-            }),
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(depth_stencil.clone()),
-            multisample,
-            multiview_mask: None,
-            cache: None,
-        });
-        let plane_attributes =
-            wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x3];
-        let planes = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("render/planes"),
-            layout: Some(&pipeline_layout),
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some("vs_plane"),
-                compilation_options: Default::default(),
-                buffers: &[Some(wgpu::VertexBufferLayout {
-                    array_stride: size_of::<PlaneVertex>() as u64,
-                    step_mode: wgpu::VertexStepMode::Vertex,
-                    attributes: &plane_attributes,
-                })],
-            },
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some("fs_plane"),
-                compilation_options: Default::default(),
-                targets: &target,
-            }),
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(depth_stencil),
-            multisample,
-            multiview_mask: None,
-            cache: None,
-        });
+        let (spheres, planes) = build_pipelines(device, &pipeline_layout, format, SHADER);
         let min = setup.grid.origin;
         let max: [f32; 3] =
             std::array::from_fn(|k| min[k] + setup.grid.dims[k] as f32 * setup.grid.cell_size);
@@ -345,6 +360,8 @@ impl FrameRenderer {
             camera_buffer,
             spheres,
             planes,
+            pipeline_layout,
+            format,
             bind_group,
             plane_buffer,
             plane_vertices: vertices.len() as u32,
@@ -353,6 +370,23 @@ impl FrameRenderer {
             depth,
             resolve,
         })
+    }
+
+    /// Shader hot reload: compiles `source` in place of `spheres.wgsl`. The
+    /// source is validated with naga, then the pipelines are built inside a
+    /// wgpu validation error scope; on any error the old pipelines stay and
+    /// the error (naga's report, with the line) is returned.
+    pub fn reload_shader(&mut self, source: &str) -> Result<(), SimError> {
+        crate::sim::gpu::validate_wgsl("spheres.wgsl", source)?;
+        let device = &self.gpu.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let (spheres, planes) = build_pipelines(device, &self.pipeline_layout, self.format, source);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(SimError::Invalid(format!("spheres.wgsl: {e}")));
+        }
+        self.spheres = spheres;
+        self.planes = planes;
+        Ok(())
     }
 
     /// Frame size in pixels.

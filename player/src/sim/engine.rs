@@ -65,6 +65,18 @@ impl Simulation {
         Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
     }
 
+    /// Starts `setup` on the GPU with the kernels compiled from `source`
+    /// instead of the built-in `sim.wgsl` (shader hot reload).
+    pub fn gpu_with_shader(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        source: &str,
+    ) -> Result<Self, SimError> {
+        let mut sim = GpuSim::with_shader(gpu, setup, source)?;
+        sim.prime();
+        Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
+    }
+
     /// Starts `setup` on the CPU twin.
     pub fn cpu(setup: &SimSetup) -> Self {
         let mut sim = CpuSim::new(setup);

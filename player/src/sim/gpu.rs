@@ -133,17 +133,30 @@ pub type BodyForces = (Vec<[f32; 4]>, Vec<[f32; 4]>);
 /// Keys (pre-sort order), cell starts and the sorted order.
 pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
 
-/// Which bindings each entry point uses, read from the shader.
-fn reflect_bindings() -> Result<BTreeMap<String, Vec<u32>>, SimError> {
+/// The built-in simulation shader (`sim.wgsl`).
+pub const SIM_SHADER: &str = SHADER;
+
+/// Parses and validates WGSL with naga; the error is naga's report, with
+/// the offending line quoted.
+pub fn validate_wgsl(
+    name: &str,
+    source: &str,
+) -> Result<(wgpu::naga::Module, wgpu::naga::valid::ModuleInfo), SimError> {
     use wgpu::naga;
-    let module = naga::front::wgsl::parse_str(SHADER)
-        .map_err(|e| SimError::Invalid(format!("sim.wgsl: {}", e.emit_to_string(SHADER))))?;
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|e| SimError::Invalid(format!("{name}: {}", e.emit_to_string(source))))?;
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
     )
     .validate(&module)
-    .map_err(|e| SimError::Invalid(format!("sim.wgsl: {}", e.emit_to_string(SHADER))))?;
+    .map_err(|e| SimError::Invalid(format!("{name}: {}", e.emit_to_string(source))))?;
+    Ok((module, info))
+}
+
+/// Which bindings each entry point uses, read from the shader.
+fn reflect_bindings(source: &str) -> Result<BTreeMap<String, Vec<u32>>, SimError> {
+    let (module, info) = validate_wgsl("sim.wgsl", source)?;
     let mut out = BTreeMap::new();
     for (index, ep) in module.entry_points.iter().enumerate() {
         let fi = info.get_entry_point(index);
@@ -168,6 +181,32 @@ fn groups_for(count: u32) -> [u32; 3] {
 impl GpuSim {
     /// Uploads `setup` (particles in input order, no history) to `gpu`.
     pub fn new(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
+        Self::with_shader(gpu, setup, SHADER)
+    }
+
+    /// As [`GpuSim::new`], with the kernels compiled from `source` instead of
+    /// the built-in `sim.wgsl` (shader hot reload). The source is validated
+    /// with naga first, and the pipelines are built inside a wgpu validation
+    /// error scope: any error is returned, and nothing of the old simulation
+    /// is touched.
+    pub fn with_shader(gpu: Arc<Gpu>, setup: &SimSetup, source: &str) -> Result<Self, SimError> {
+        let reflected = reflect_bindings(source)?;
+        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let built = Self::build(gpu.clone(), setup, source, reflected);
+        let scope = pollster::block_on(scope.pop());
+        match (built, scope) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(e)) => Err(SimError::Invalid(format!("sim.wgsl: {e}"))),
+            (Ok(sim), None) => Ok(sim),
+        }
+    }
+
+    fn build(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        source: &str,
+        reflected: BTreeMap<String, Vec<u32>>,
+    ) -> Result<Self, SimError> {
         let device = &gpu.device;
         let params = setup.params();
         let n = params.n as usize;
@@ -306,10 +345,9 @@ impl GpuSim {
             init("sim/mode", bytemuck::cast_slice(&words), uniform)
         });
 
-        let reflected = reflect_bindings()?;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("sim.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
         });
         let mut kernels = BTreeMap::new();
         for name in PARTICLE_KERNELS.iter().chain(&[

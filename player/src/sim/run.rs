@@ -129,10 +129,7 @@ pub fn load_setup_cached(
     cache_dir: Option<PathBuf>,
 ) -> Result<SimSetup, SimError> {
     if crate::remote::is_url(scene_path) {
-        let root = cache_dir
-            .as_ref()
-            .map(|d| d.join("http"))
-            .unwrap_or_else(crate::remote::default_http_cache);
+        let root = crate::remote::http_cache_root(cache_dir.as_deref());
         let folder = crate::remote::fetch_baked_folder(&scene_path.to_string_lossy(), &root)?;
         return load_baked_folder(&folder, grid);
     }
@@ -293,6 +290,8 @@ pub fn run_headless(
                 serde_json::to_writer(&mut *out, &last)
                     .map_err(|e| SimError::Invalid(e.to_string()))?;
                 writeln!(out).map_err(|e| SimError::Invalid(e.to_string()))?;
+                // One line at a time, so `tail -f` follows a long run.
+                out.flush().map_err(|e| SimError::Invalid(e.to_string()))?;
             }
         }
         if let (Some(k), Some(dir)) = (options.save_every, &options.save_dir)
