@@ -4,6 +4,7 @@
 //! GPU and renders them. The `player` binary is a thin shell over it.
 
 mod error;
+pub mod nns;
 pub mod remote;
 pub mod render;
 pub mod scene_info;

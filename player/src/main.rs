@@ -102,6 +102,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Find every point's neighbours within a radius, out of core.
+    ///
+    /// Sorts the points into a grid of cells at least `--radius` wide,
+    /// estimates each cell's neighbours from the neighbour-overlap table,
+    /// splits the grid into blocks whose estimated device memory fits
+    /// `--device-budget`, and searches each block on the GPU while CPU
+    /// threads search the points near block faces. A block whose output
+    /// overflows its estimate is split and redone; results are exact (the
+    /// same pairs as brute force). Writes CSR neighbour lists (`--out`, format
+    /// in docs/nns.md), per-point counts (`--counts`) and a report
+    /// (`--report`, JSON).
+    ///
+    /// Examples:
+    ///   player nns --generate uniform --particles 1000000 --radius 0.5 --counts counts.txt
+    ///   player nns --points cloud.f32 --radius 0.01 --device-budget 256MiB --out nbrs.bin
+    ///   player nns settled.pellet --radius 0.005 --backend cpu --threads 2 --report r.json
+    Nns(NnsArgs),
     /// Simulate a scene.
     ///
     /// Steps the scene's particles with the discrete element method (linear
@@ -233,6 +250,102 @@ enum BackendArg {
     Cpu,
 }
 
+/// `player nns` arguments.
+#[derive(Debug, clap::Args)]
+struct NnsArgs {
+    /// A scene (TOML: its particles and body particles) or a saved state
+    /// (`.pellet`). Or give `--points` or `--generate`.
+    #[arg(conflicts_with_all = ["points", "generate"])]
+    input: Option<PathBuf>,
+    /// Points to search: CSV `x,y,z` lines, or raw little-endian f32 triples
+    /// when the name ends in `.f32`.
+    #[arg(long, value_name = "FILE", conflicts_with = "generate")]
+    points: Option<PathBuf>,
+    /// Generate points instead: about 10 per unit cube where packed.
+    #[arg(long, value_parser = ["uniform", "pile", "column", "clusters"])]
+    generate: Option<String>,
+    /// Points to generate.
+    #[arg(long, default_value_t = 1_000_000, requires = "generate")]
+    particles: usize,
+    /// Seed of the generated points.
+    #[arg(long, default_value_t = 1, requires = "generate")]
+    seed: u64,
+    /// Search radius eps, in the points' units.
+    #[arg(long, value_name = "EPS")]
+    radius: f32,
+    /// Device memory the blocks may use, e.g. 1GiB, 256MiB, 500MB.
+    #[arg(long, default_value = "1GiB", value_parser = parse_bytes)]
+    device_budget: u64,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Blocks: `auto` (the workload tree) or `fixed:N` (N^3 cells each).
+    #[arg(long, default_value = "auto", value_parser = parse_block)]
+    block: pellet_player::nns::BlockMode,
+    /// Where the search runs: the GPU with CPU threads alongside, or CPU threads only.
+    #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
+    backend: BackendArg,
+    /// Which GPU API to use with `--backend gpu`.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    adapter: BackendChoice,
+    /// A neighbour-overlap table (`bake table`); default: a small one baked here.
+    #[arg(long, value_name = "FILE")]
+    table: Option<PathBuf>,
+    /// Write the neighbour lists (CSR, docs/nns.md).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Write each point's neighbour count, one line per point, in input order.
+    #[arg(long, value_name = "FILE")]
+    counts: Option<PathBuf>,
+    /// Write the report (blocks, estimated and real footprints, phases) as JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `1GiB`, `256MiB`, `500MB`, `4096` (bytes).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let factor: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit (use B, KiB, MiB, GiB, KB, MB or GB)"
+            ));
+        }
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v * (factor as f64) < 1.8e19 => {
+            Ok((v * factor as f64) as u64)
+        }
+        _ => Err(format!("{s:?} is not a positive size such as 1GiB")),
+    }
+}
+
+/// `auto` or `fixed:N`.
+fn parse_block(s: &str) -> Result<pellet_player::nns::BlockMode, String> {
+    use pellet_player::nns::BlockMode;
+    if s == "auto" {
+        return Ok(BlockMode::Auto);
+    }
+    match s.strip_prefix("fixed:").map(str::parse::<u32>) {
+        Some(Ok(n)) if n >= 1 => Ok(BlockMode::Fixed(n)),
+        _ => Err(format!(
+            "{s:?}: expected auto or fixed:N with N cells per block side"
+        )),
+    }
+}
+
 /// Neighbour-search cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum GridArg {
@@ -303,6 +416,117 @@ fn play(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    use pellet_player::nns;
+    let points: Vec<[f32; 3]> = if let Some(name) = &args.generate {
+        nns::generate::generate(name, args.particles, args.seed)?
+    } else if let Some(file) = &args.points {
+        pellet_formats::points::read_points(file)?
+    } else if let Some(input) = &args.input {
+        if input.extension().is_some_and(|e| e == "pellet") {
+            pellet_formats::points::read_points(input)?
+        } else {
+            let setup = pellet_player::sim::run::load_setup_cached(input, GridMode::Auto, None)?;
+            setup
+                .particles
+                .pos
+                .iter()
+                .map(|p| [p[0], p[1], p[2]])
+                .collect()
+        }
+    } else {
+        anyhow::bail!("give the points: a scene or state file, --points FILE, or --generate NAME");
+    };
+    anyhow::ensure!(!points.is_empty(), "there are no points to search");
+    let table: pellet_formats::assets::OverlapTable = match &args.table {
+        Some(path) => {
+            pellet_formats::io::read_asset(path, &pellet_formats::DecodeLimits::default())?
+        }
+        None => pellet_bake::table::bake_table(&pellet_bake::table::TableSettings {
+            ratios: 24,
+            samples: 100_000,
+            method: pellet_formats::assets::SamplingMethod::Sobol,
+            ..Default::default()
+        })?,
+    };
+    let gpu = match args.backend {
+        BackendArg::Gpu => Some(std::sync::Arc::new(Gpu::new(args.adapter)?)),
+        BackendArg::Cpu => None,
+    };
+    let options = nns::NnsOptions {
+        radius: args.radius,
+        device_budget: args.device_budget,
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        block: args.block,
+        aux_neighbours: None,
+    };
+    let (lists, report) = nns::search(&points, &options, &table, gpu)?;
+    if let Some(path) = &args.out {
+        nns::output::write_neighbours(path, &lists)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.counts {
+        nns::output::write_counts(path, &lists)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.report {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    if args.json {
+        let mut summary = serde_json::to_value(&report)?;
+        if let Some(map) = summary.as_object_mut() {
+            map.remove("block_list");
+        }
+        serde_json::to_writer_pretty(&mut *out, &summary)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "points       {} ({} neighbours, {:.2} per point; the model expected {:.2})",
+            report.points,
+            report.neighbours,
+            report.neighbours as f64 / report.points as f64,
+            report.expected_mean
+        )?;
+        writeln!(
+            out,
+            "grid         {:?} cells of {:.4} (eps / cell {:.3})",
+            report.grid_dims, report.cell, report.ratio
+        )?;
+        writeln!(
+            out,
+            "blocks       {} ({}; {} split after overflowing), budget {} MiB",
+            report.blocks,
+            report.block_mode,
+            report.splits,
+            report.device_budget >> 20
+        )?;
+        if report.backend == "gpu" {
+            writeln!(
+                out,
+                "split        {} points on the GPU, {} on CPU threads",
+                report.gpu_points, report.cpu_points
+            )?;
+        } else {
+            writeln!(out, "split        every point on CPU threads")?;
+        }
+        writeln!(
+            out,
+            "time         {:.3} s ({:.2} M queries/s): grid {:.3} s, plan {:.3} s, search {:.3} s, assemble {:.3} s",
+            report.total_s,
+            report.queries_per_s / 1e6,
+            report.phases.grid_s,
+            report.phases.plan_s,
+            report.phases.search_s,
+            report.phases.assemble_s
+        )?;
+    }
+    Ok(())
+}
+
 fn positive_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.05 => Ok(v),
@@ -366,6 +590,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                 test.elements
             );
         }
+        Command::Nns(args) => run_nns(args, &mut out)?,
         Command::Info { scene, json } => {
             let info = scene_info(&scene)?;
             if json {

@@ -1,0 +1,495 @@
+//! Out-of-core epsilon-nearest-neighbour search (Kim et al., HPG 2014):
+//! every point's neighbours within `eps`, for more points than the device
+//! holds at once.
+//!
+//! 1. [`grid::CellGrid`]: a uniform grid of cells at least `eps` wide, points
+//!    counting-sorted by cell.
+//! 2. The expected-neighbour model (`pellet_formats::estimate`, from the
+//!    overlap table) gives each cell's expected neighbours; [`tree`] builds
+//!    the workload tree over boxes of cells and picks the front: the largest
+//!    boxes whose estimated device footprint fits the budget.
+//! 3. For each block the GPU ([`gpu::GpuSearcher`]) finds the neighbours of
+//!    the points whose search sphere stays inside the block, while CPU
+//!    threads ([`cpu`]) do the points near block faces at the same time. A
+//!    block whose real output overflows its allocation is split and redone.
+//! 4. The lists are assembled in input order as CSR ([`Neighbours`]).
+//!
+//! Results are exact: the pairs whose squared distance (summed in f64) is at
+//! most `eps^2`, whatever the blocks; tests compare with brute force.
+
+pub mod cpu;
+pub mod generate;
+pub mod gpu;
+pub mod grid;
+pub mod output;
+pub mod tree;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use pellet_formats::assets::OverlapTable;
+use pellet_formats::estimate::{CellCounts, expected_neighbours};
+use thiserror::Error;
+
+use crate::gpu::Gpu;
+use cpu::Lists;
+use gpu::{BlockCost, BlockOutcome, GpuSearcher};
+use grid::CellGrid;
+use tree::{Block, Footprint, Workload};
+
+/// Why a search could not run.
+#[derive(Debug, Error)]
+pub enum NnsError {
+    /// Bad points or settings.
+    #[error("{0}")]
+    Input(String),
+    /// The device budget cannot hold the work.
+    #[error("{0}")]
+    Budget(String),
+    /// The GPU failed.
+    #[error("GPU: {0}")]
+    Gpu(String),
+}
+
+/// How blocks are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockMode {
+    /// The workload tree: the largest boxes that fit the budget.
+    Auto,
+    /// Boxes of this many cells per side (the paper's fixed blocks).
+    Fixed(u32),
+}
+
+/// Search settings.
+#[derive(Debug, Clone)]
+pub struct NnsOptions {
+    /// Search radius `eps`, metres (or the points' units).
+    pub radius: f32,
+    /// Device memory the blocks may use, bytes. Default 1 GiB.
+    pub device_budget: u64,
+    /// CPU threads for boundary points (and everything without a GPU).
+    pub threads: usize,
+    /// Block choice. Default auto.
+    pub block: BlockMode,
+    /// Safety margin per point, in neighbours, on top of the expected count
+    /// (the paper's `4.8 x RMSE`). Default: 4.8 x (1 + 10 % of the mean
+    /// expected count).
+    pub aux_neighbours: Option<f64>,
+}
+
+impl Default for NnsOptions {
+    fn default() -> Self {
+        Self {
+            radius: 1.0,
+            device_budget: 1 << 30,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            block: BlockMode::Auto,
+            aux_neighbours: None,
+        }
+    }
+}
+
+/// Neighbour lists in CSR form, in input order: the neighbours of point `i`
+/// are `indices[offsets[i]..offsets[i + 1]]` (input indices, the point
+/// itself excluded, in no particular order).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Neighbours {
+    /// `points + 1` offsets into `indices`.
+    pub offsets: Vec<u64>,
+    /// The lists, one after another.
+    pub indices: Vec<u32>,
+}
+
+impl Neighbours {
+    /// Points.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The neighbours of point `i`.
+    pub fn of(&self, i: usize) -> &[u32] {
+        &self.indices[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Each list sorted (for comparisons).
+    pub fn sorted(mut self) -> Self {
+        for i in 0..self.len() {
+            let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
+            self.indices[a..b].sort_unstable();
+        }
+        self
+    }
+}
+
+/// One block in the report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BlockReport {
+    /// The block.
+    #[serde(flatten)]
+    pub block: Block,
+    /// Neighbours its inner points really have.
+    pub real_neighbours: u64,
+    /// What it cost.
+    #[serde(flatten)]
+    pub cost: BlockCost,
+}
+
+/// Seconds per phase.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Phases {
+    /// Sorting points into cells.
+    pub grid_s: f64,
+    /// Expected neighbours per cell and the workload tree.
+    pub plan_s: f64,
+    /// The search (GPU blocks and CPU threads together).
+    pub search_s: f64,
+    /// Assembling the CSR lists.
+    pub assemble_s: f64,
+}
+
+/// What a search did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NnsReport {
+    /// Points.
+    pub points: u64,
+    /// Search radius.
+    pub radius: f32,
+    /// Neighbours found (each pair counted from both sides).
+    pub neighbours: u64,
+    /// Grid cells along x, y, z, and the cell edge.
+    pub grid_dims: [u32; 3],
+    /// Cell edge.
+    pub cell: f64,
+    /// `eps / cell`, the table ratio used.
+    pub ratio: f64,
+    /// Mean expected neighbours per point (the model).
+    pub expected_mean: f64,
+    /// Where the search ran: `gpu` or `cpu`.
+    pub backend: String,
+    /// Device budget, bytes.
+    pub device_budget: u64,
+    /// Block mode: `auto` or `fixed:N`.
+    pub block_mode: String,
+    /// Blocks searched (after splits).
+    pub blocks: usize,
+    /// Blocks split because their output overflowed the estimate.
+    pub splits: usize,
+    /// Points searched on the GPU.
+    pub gpu_points: u64,
+    /// Points searched on CPU threads.
+    pub cpu_points: u64,
+    /// Seconds the GPU side was busy.
+    pub gpu_s: f64,
+    /// Seconds of CPU-thread search, summed over threads.
+    pub cpu_thread_s: f64,
+    /// Bytes uploaded to the device.
+    pub bytes_up: u64,
+    /// Bytes read back.
+    pub bytes_down: u64,
+    /// Time per phase.
+    pub phases: Phases,
+    /// Total seconds.
+    pub total_s: f64,
+    /// Queries (points) per second over the whole search.
+    pub queries_per_s: f64,
+    /// Every block.
+    pub block_list: Vec<BlockReport>,
+}
+
+/// A table lookup at the grid's ratio; ratios outside the table are clamped
+/// (the estimate only sizes blocks; overflows are split and redone).
+fn expected_per_cell(grid: &CellGrid, table: &OverlapTable, radius: f32) -> (f64, Vec<f64>) {
+    let ratio = f64::from(radius) / grid.cell;
+    let first = table.ratios.first().copied().unwrap_or(1.0);
+    let last = table.ratios.last().copied().unwrap_or(1.0);
+    let clamped = ratio.clamp(f64::from(first), f64::from(last));
+    let counts = grid.counts();
+    let at = table.at(clamped);
+    let mut expected = match at {
+        Ok(at) => expected_neighbours(
+            &CellCounts {
+                dims: grid.dims,
+                counts: &counts,
+            },
+            &at,
+        ),
+        Err(_) => vec![0.0; counts.len()],
+    };
+    if clamped != ratio {
+        // Volume scaling from the clamped ratio.
+        let scale = (ratio / clamped).powi(3);
+        for e in &mut expected {
+            *e *= scale;
+        }
+    }
+    (ratio, expected)
+}
+
+/// Finds every point's neighbours within `options.radius`: on `gpu` in
+/// blocks that fit `options.device_budget` with CPU threads alongside, or
+/// on CPU threads only when `gpu` is `None`. `table` is the overlap table
+/// that sizes the blocks.
+pub fn search(
+    points: &[[f32; 3]],
+    options: &NnsOptions,
+    table: &OverlapTable,
+    gpu: Option<Arc<Gpu>>,
+) -> Result<(Neighbours, NnsReport), NnsError> {
+    let total_start = Instant::now();
+    if !(options.radius.is_finite() && options.radius > 0.0) {
+        return Err(NnsError::Input(format!(
+            "the radius must be a positive number, not {}",
+            options.radius
+        )));
+    }
+    let threads = options.threads.max(1);
+    let mut report = NnsReport {
+        points: points.len() as u64,
+        radius: options.radius,
+        device_budget: options.device_budget,
+        block_mode: match options.block {
+            BlockMode::Auto => "auto".into(),
+            BlockMode::Fixed(n) => format!("fixed:{n}"),
+        },
+        backend: if gpu.is_some() { "gpu" } else { "cpu" }.into(),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let max_cells = (points.len() as u64 * 4).max(1 << 16);
+    let grid = CellGrid::new(points, options.radius, max_cells)?;
+    report.phases.grid_s = started.elapsed().as_secs_f64();
+    report.grid_dims = grid.dims;
+    report.cell = grid.cell;
+    let eps2 = f64::from(options.radius) * f64::from(options.radius);
+
+    let started = Instant::now();
+    let (ratio, expected) = expected_per_cell(&grid, table, options.radius);
+    report.ratio = ratio;
+    let total_expected: f64 = grid
+        .counts()
+        .iter()
+        .zip(&expected)
+        .map(|(&n, e)| f64::from(n) * e)
+        .sum();
+    report.expected_mean = total_expected / points.len().max(1) as f64;
+    let work = Workload::new(&grid, &expected);
+    let max_binding = gpu.as_ref().map_or(u64::MAX, |g| {
+        u64::from(g.device.limits().max_storage_buffer_binding_size)
+    });
+    let model = Footprint {
+        aux_neighbours: options
+            .aux_neighbours
+            .unwrap_or(4.8 * (1.0 + 0.1 * report.expected_mean)),
+        max_binding,
+    };
+    let blocks = match (&gpu, options.block) {
+        (None, _) => Vec::new(),
+        (Some(_), BlockMode::Auto) => {
+            tree::plan_auto(&work, grid.dims, &model, options.device_budget)?
+        }
+        (Some(_), BlockMode::Fixed(side)) => {
+            tree::plan_fixed(&work, grid.dims, &model, options.device_budget, side)?
+        }
+    };
+    report.phases.plan_s = started.elapsed().as_secs_f64();
+
+    // The CPU's cells: everything without a GPU, else each block's outer
+    // layer. Cells are handed out in chunks to the threads.
+    let started = Instant::now();
+    let mut cpu_cells: Vec<usize> = Vec::new();
+    if gpu.is_none() {
+        cpu_cells = (0..grid.cell_count())
+            .filter(|&c| grid.starts[c + 1] > grid.starts[c])
+            .collect();
+    } else {
+        for b in &blocks {
+            boundary_cells(&grid, b, &mut cpu_cells);
+        }
+    }
+    let queue = CellQueue::new(cpu_cells);
+    let (gpu_lists, cpu_lists) = std::thread::scope(|scope| -> Result<_, NnsError> {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (grid, queue) = (&grid, &queue);
+                scope.spawn(move || {
+                    let t = Instant::now();
+                    let mut out = Vec::new();
+                    while let Some(cells) = queue.next() {
+                        out.push(cpu::search_cells(grid, cells, eps2));
+                    }
+                    (out, t.elapsed().as_secs_f64())
+                })
+            })
+            .collect();
+        let mut gpu_out = Vec::new();
+        let mut extra_cpu = Vec::new();
+        if let Some(gpu) = &gpu {
+            let searcher = GpuSearcher::new(gpu.clone())?;
+            let gpu_start = Instant::now();
+            let mut pending: Vec<Block> = blocks.iter().rev().copied().collect();
+            while let Some(b) = pending.pop() {
+                let capacity = model.capacity(b.inner_points, b.expected);
+                match searcher.run_block(&grid, &b, eps2, capacity)? {
+                    BlockOutcome::Done(lists, cost) => {
+                        report.bytes_up += cost.bytes_up;
+                        report.bytes_down += cost.bytes_down;
+                        report.block_list.push(BlockReport {
+                            block: b,
+                            real_neighbours: lists.indices.len() as u64,
+                            cost,
+                        });
+                        gpu_out.push(lists);
+                    }
+                    BlockOutcome::Overflow { needed } => {
+                        report.splits += 1;
+                        tracing::debug!(
+                            "block {:?}..{:?} needs {needed} neighbour slots, has {capacity}: split",
+                            b.lo,
+                            b.hi
+                        );
+                        match tree::split(&b, &work, grid.dims, &model) {
+                            Some((a, c)) => {
+                                // The new faces between the halves are CPU work.
+                                let mut cells = Vec::new();
+                                for half in [&a, &c] {
+                                    boundary_cells(&grid, half, &mut cells);
+                                }
+                                let mut old = Vec::new();
+                                boundary_cells(&grid, &b, &mut old);
+                                let old: std::collections::HashSet<usize> =
+                                    old.into_iter().collect();
+                                cells.retain(|c| !old.contains(c));
+                                extra_cpu.push(cells);
+                                pending.push(c);
+                                pending.push(a);
+                            }
+                            None => {
+                                // One cell that overflows: its points on the CPU.
+                                let (lo, hi) = b.inner(grid.dims);
+                                let mut cells = Vec::new();
+                                for z in lo[2]..hi[2] {
+                                    for y in lo[1]..hi[1] {
+                                        for x in lo[0]..hi[0] {
+                                            cells.push(grid.index([x, y, z]));
+                                        }
+                                    }
+                                }
+                                extra_cpu.push(cells);
+                            }
+                        }
+                    }
+                }
+            }
+            report.gpu_s = gpu_start.elapsed().as_secs_f64();
+        }
+        let mut cpu_out = Vec::new();
+        for w in workers {
+            let (lists, seconds) = w
+                .join()
+                .map_err(|_| NnsError::Input("a search thread panicked".into()))?;
+            cpu_out.extend(lists);
+            report.cpu_thread_s += seconds;
+        }
+        for cells in extra_cpu {
+            let t = Instant::now();
+            cpu_out.push(cpu::search_cells(&grid, &cells, eps2));
+            report.cpu_thread_s += t.elapsed().as_secs_f64();
+        }
+        Ok((gpu_out, cpu_out))
+    })?;
+    report.phases.search_s = started.elapsed().as_secs_f64();
+    report.blocks = report.block_list.len();
+    report.gpu_points = gpu_lists.iter().map(|l| l.ids.len() as u64).sum();
+    report.cpu_points = cpu_lists.iter().map(|l| l.ids.len() as u64).sum();
+
+    let started = Instant::now();
+    let neighbours = assemble(points.len(), gpu_lists.into_iter().chain(cpu_lists))?;
+    report.phases.assemble_s = started.elapsed().as_secs_f64();
+    report.neighbours = neighbours.indices.len() as u64;
+    report.total_s = total_start.elapsed().as_secs_f64();
+    report.queries_per_s = points.len() as f64 / report.total_s.max(1e-12);
+    Ok((neighbours, report))
+}
+
+/// The cells of `b`'s outer layer (those not inner), non-empty only.
+fn boundary_cells(grid: &CellGrid, b: &Block, out: &mut Vec<usize>) {
+    let (ilo, ihi) = b.inner(grid.dims);
+    for z in b.lo[2]..b.hi[2] {
+        for y in b.lo[1]..b.hi[1] {
+            for x in b.lo[0]..b.hi[0] {
+                let inner = x >= ilo[0]
+                    && x < ihi[0]
+                    && y >= ilo[1]
+                    && y < ihi[1]
+                    && z >= ilo[2]
+                    && z < ihi[2];
+                let c = grid.index([x, y, z]);
+                if !inner && grid.starts[c + 1] > grid.starts[c] {
+                    out.push(c);
+                }
+            }
+        }
+    }
+}
+
+/// Cells handed to CPU threads in chunks.
+struct CellQueue {
+    cells: Vec<usize>,
+    next: AtomicUsize,
+}
+
+impl CellQueue {
+    const CHUNK: usize = 512;
+
+    fn new(cells: Vec<usize>) -> Self {
+        Self {
+            cells,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn next(&self) -> Option<&[usize]> {
+        let at = self.next.fetch_add(Self::CHUNK, Ordering::Relaxed);
+        (at < self.cells.len()).then(|| &self.cells[at..(at + Self::CHUNK).min(self.cells.len())])
+    }
+}
+
+/// CSR in input order from lists in any order; every point must appear once.
+fn assemble(n: usize, parts: impl Iterator<Item = Lists>) -> Result<Neighbours, NnsError> {
+    let parts: Vec<Lists> = parts.collect();
+    let mut counts = vec![u32::MAX; n];
+    for p in &parts {
+        for (&id, &c) in p.ids.iter().zip(&p.counts) {
+            counts[id as usize] = c;
+        }
+    }
+    if let Some(missing) = counts.iter().position(|&c| c == u32::MAX) {
+        return Err(NnsError::Input(format!(
+            "internal: point {missing} was not searched"
+        )));
+    }
+    let mut offsets = Vec::with_capacity(n + 1);
+    let mut at = 0u64;
+    offsets.push(0);
+    for &c in &counts {
+        at += u64::from(c);
+        offsets.push(at);
+    }
+    drop(counts);
+    let mut indices = vec![0u32; at as usize];
+    for p in parts {
+        let mut from = 0usize;
+        for (&id, &c) in p.ids.iter().zip(&p.counts) {
+            let to = offsets[id as usize] as usize;
+            indices[to..to + c as usize].copy_from_slice(&p.indices[from..from + c as usize]);
+            from += c as usize;
+        }
+    }
+    Ok(Neighbours { offsets, indices })
+}

@@ -1,0 +1,188 @@
+//! Out-of-core neighbour search: every path (CPU threads, one GPU block,
+//! many small GPU blocks with CPU boundaries, fixed blocks, blocks that
+//! overflow and are split) finds exactly the pairs brute force finds, on
+//! every test distribution and on the awkward cases: all points in one cell,
+//! points exactly eps apart, points on cell faces.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use pellet_bake::table::{TableSettings, bake_table};
+use pellet_formats::assets::{OverlapTable, SamplingMethod};
+use pellet_formats::scene::Rng;
+use pellet_player::gpu::{BackendChoice, Gpu};
+use pellet_player::nns::cpu::brute_force;
+use pellet_player::nns::generate::generate;
+use pellet_player::nns::output::{read_neighbours, write_counts, write_neighbours};
+use pellet_player::nns::{BlockMode, Neighbours, NnsOptions, search};
+
+fn table() -> OverlapTable {
+    bake_table(&TableSettings {
+        ratios: 24,
+        samples: 20_000,
+        method: SamplingMethod::Sobol,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn gpu() -> Arc<Gpu> {
+    Arc::new(Gpu::new(BackendChoice::Auto).unwrap())
+}
+
+fn assert_exact(points: &[[f32; 3]], radius: f32, got: Neighbours, what: &str) {
+    let expected = brute_force(points, radius);
+    let got = got.sorted();
+    assert_eq!(got.len(), points.len(), "{what}");
+    for (i, want) in expected.iter().enumerate() {
+        assert_eq!(got.of(i), &want[..], "{what}: point {i}");
+    }
+}
+
+/// Runs every path on `points` and checks each against brute force.
+fn check_all_paths(points: &[[f32; 3]], radius: f32, what: &str, splittable: bool) {
+    let table = table();
+    let gpu = gpu();
+    let base = NnsOptions {
+        radius,
+        threads: 2,
+        ..Default::default()
+    };
+    let (cpu, report) = search(points, &base, &table, None).unwrap();
+    assert_eq!(report.cpu_points, points.len() as u64);
+    assert_exact(points, radius, cpu, &format!("{what}, CPU"));
+
+    let (one_block, report) = search(points, &base, &table, Some(gpu.clone())).unwrap();
+    // One block, unless it had to be split (a lattice at exactly eps has
+    // more borderline pairs than room).
+    assert!(
+        report.blocks == 1 || report.splits > 0,
+        "{what}: {report:?}"
+    );
+    assert_exact(points, radius, one_block, &format!("{what}, GPU in core"));
+
+    // A budget that forces many blocks with CPU boundaries.
+    let small = NnsOptions {
+        device_budget: 64 << 10,
+        ..base.clone()
+    };
+    let (many, report) = search(points, &small, &table, Some(gpu.clone())).unwrap();
+    if splittable {
+        assert!(report.blocks > 1, "{what}: {report:?}");
+        assert!(report.cpu_points > 0 && report.gpu_points > 0, "{what}");
+    }
+    assert_exact(points, radius, many, &format!("{what}, GPU blocks"));
+
+    let fixed = NnsOptions {
+        block: BlockMode::Fixed(3),
+        ..base.clone()
+    };
+    let (tiles, _) = search(points, &fixed, &table, Some(gpu.clone())).unwrap();
+    assert_exact(points, radius, tiles, &format!("{what}, fixed blocks"));
+
+    // Allocations far below the real output: every block overflows, is
+    // split, and the results stay exact.
+    let starved = NnsOptions {
+        aux_neighbours: Some(-1e6),
+        ..base
+    };
+    let (split, report) = search(points, &starved, &table, Some(gpu)).unwrap();
+    assert!(report.splits > 0 || !splittable, "{what}: {report:?}");
+    assert_exact(
+        points,
+        radius,
+        split,
+        &format!("{what}, overflowing blocks"),
+    );
+}
+
+#[test]
+fn every_path_matches_brute_force_on_the_test_distributions() {
+    for name in ["uniform", "pile", "column", "clusters"] {
+        let points = generate(name, 3000, 7).unwrap();
+        check_all_paths(&points, 0.6, name, true);
+    }
+}
+
+#[test]
+fn all_points_in_one_cell() {
+    let mut rng = Rng::new(3);
+    let points: Vec<[f32; 3]> = (0..600)
+        .map(|_| {
+            [
+                rng.range(0.0, 0.1),
+                rng.range(0.0, 0.1),
+                rng.range(0.0, 0.1),
+            ]
+        })
+        .collect();
+    check_all_paths(&points, 0.05, "one cell", false);
+}
+
+#[test]
+fn points_exactly_eps_apart_and_on_cell_faces() {
+    // An integer lattice searched at radius 1: the 6 axis neighbours are
+    // exactly eps away (included), the diagonals are not; every point sits
+    // on cell faces. Plus points at exactly eps along a diagonal (3-4-5).
+    let mut points = Vec::new();
+    for z in 0..9 {
+        for y in 0..9 {
+            for x in 0..9 {
+                points.push([x as f32, y as f32, z as f32]);
+            }
+        }
+    }
+    points.push([20.0, 20.0, 20.0]);
+    points.push([20.6, 20.8, 20.0]); // 0.6^2 + 0.8^2 = 1 in f64 sums? (checked by brute force)
+    points.push([20.0, 20.0, 21.0]);
+    check_all_paths(&points, 1.0, "lattice", true);
+    let lists = search(
+        &points,
+        &NnsOptions {
+            radius: 1.0,
+            ..Default::default()
+        },
+        &table(),
+        None,
+    )
+    .unwrap()
+    .0;
+    // An interior lattice point has exactly its 6 axis neighbours.
+    let centre = 4 + 9 * (4 + 9 * 4);
+    assert_eq!(lists.of(centre).len(), 6);
+}
+
+#[test]
+fn lists_files_round_trip_and_corrupt_files_are_refused() {
+    let points = generate("uniform", 2000, 1).unwrap();
+    let (lists, _) = search(
+        &points,
+        &NnsOptions {
+            radius: 0.7,
+            ..Default::default()
+        },
+        &table(),
+        None,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("n.bin");
+    write_neighbours(&path, &lists).unwrap();
+    assert_eq!(read_neighbours(&path).unwrap(), lists);
+    let counts = dir.path().join("counts.txt");
+    write_counts(&counts, &lists).unwrap();
+    let text = std::fs::read_to_string(&counts).unwrap();
+    assert_eq!(text.lines().count(), 2000);
+    assert_eq!(
+        text.lines().next().unwrap().parse::<usize>().unwrap(),
+        lists.of(0).len()
+    );
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(
+        read_neighbours(&path)
+            .unwrap_err()
+            .contains("header promises")
+    );
+}
