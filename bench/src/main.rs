@@ -52,6 +52,7 @@ fn group_order(group: &str) -> usize {
     [
         "bake mesh",
         "neighbour model",
+        "neighbour search",
         "particle simulation",
         "rigid bodies",
         "rendering",
@@ -80,6 +81,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wanted("neighbour model") {
         rows.extend(cases::neighbour_model::run(samples, cli.quick));
+    }
+    if wanted("neighbour search") {
+        rows.extend(cases::nns::run(samples, cli.quick));
     }
     if wanted("particle simulation") {
         rows.extend(cases::sim::run(samples, cli.quick));

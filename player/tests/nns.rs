@@ -186,3 +186,133 @@ fn lists_files_round_trip_and_corrupt_files_are_refused() {
             .contains("header promises")
     );
 }
+
+fn player(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_player"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_command_line_writes_lists_counts_and_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let out = player(&[
+        "nns",
+        "--generate",
+        "pile",
+        "--particles",
+        "5000",
+        "--radius",
+        "0.5",
+        "--device-budget",
+        "64KiB",
+        "--out",
+        &path("n.bin"),
+        "--counts",
+        &path("counts.txt"),
+        "--report",
+        &path("report.json"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("points       5000"), "{text}");
+    let lists = read_neighbours(std::path::Path::new(&path("n.bin"))).unwrap();
+    let points = generate("pile", 5000, 1).unwrap();
+    assert_exact(&points, 0.5, lists.clone(), "command line");
+    let counts = std::fs::read_to_string(path("counts.txt")).unwrap();
+    let counts: Vec<usize> = counts.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(counts.len(), 5000);
+    assert!(
+        counts
+            .iter()
+            .enumerate()
+            .all(|(i, &c)| c == lists.of(i).len())
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path("report.json")).unwrap()).unwrap();
+    assert!(report["blocks"].as_u64().unwrap() > 1, "{report}");
+    let blocks = report["block_list"].as_array().unwrap();
+    assert!(
+        blocks
+            .iter()
+            .all(|b| b["estimated_bytes"].as_u64().unwrap() <= 64 << 10)
+    );
+    assert!(blocks[0]["real_bytes"].as_u64().is_some());
+
+    // --points CSV, on CPU threads, with JSON on stdout.
+    std::fs::write(path("p.csv"), "x,y,z\n0,0,0\n0.5,0,0\n2,2,2\n").unwrap();
+    let out = player(&[
+        "nns",
+        "--points",
+        &path("p.csv"),
+        "--radius",
+        "0.5",
+        "--backend",
+        "cpu",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["neighbours"], 2);
+    assert!(summary.get("block_list").is_none());
+
+    // Clear errors.
+    let one_line = |out: &std::process::Output, needle: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("player:")).collect();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains(needle), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    };
+    one_line(&player(&["nns", "--radius", "1"]), "give the points");
+    one_line(
+        &player(&["nns", "--points", &path("missing.csv"), "--radius", "1"]),
+        "cannot open",
+    );
+    one_line(
+        &player(&[
+            "nns",
+            "--generate",
+            "clusters",
+            "--particles",
+            "20000",
+            "--radius",
+            "0.5",
+            "--device-budget",
+            "1KiB",
+        ]),
+        "device budget",
+    );
+    let bad = player(&[
+        "nns",
+        "--generate",
+        "uniform",
+        "--radius",
+        "1",
+        "--block",
+        "fixed:x",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    let bad = player(&[
+        "nns",
+        "--generate",
+        "uniform",
+        "--radius",
+        "1",
+        "--device-budget",
+        "1XB",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}

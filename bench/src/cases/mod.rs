@@ -5,6 +5,7 @@ pub mod bake_mesh;
 pub mod bodies;
 pub mod formats;
 pub mod neighbour_model;
+pub mod nns;
 pub mod peers;
 pub mod render;
 pub mod serving;
