@@ -280,7 +280,7 @@ pub fn search(
     report.expected_mean = total_expected / points.len().max(1) as f64;
     let work = Workload::new(&grid, &expected);
     let max_binding = gpu.as_ref().map_or(u64::MAX, |g| {
-        u64::from(g.device.limits().max_storage_buffer_binding_size)
+        g.device.limits().max_storage_buffer_binding_size
     });
     let model = Footprint {
         aux_neighbours: options
