@@ -293,7 +293,7 @@ fn the_command_line_writes_lists_counts_and_a_report() {
             "--device-budget",
             "1KiB",
         ]),
-        "device budget",
+        "half the device budget",
     );
     let bad = player(&[
         "nns",

@@ -139,7 +139,8 @@ impl GpuSearcher {
     }
 
     /// Searches the inner points of `block` with room for `capacity`
-    /// neighbours in all.
+    /// neighbours in all: [`prepare`](Self::prepare), [`submit_count`](Self::submit_count)
+    /// and [`finish`](Self::finish) in a row.
     pub fn run_block(
         &self,
         grid: &CellGrid,
@@ -147,21 +148,21 @@ impl GpuSearcher {
         eps2: f64,
         capacity: u64,
     ) -> Result<BlockOutcome, NnsError> {
+        let prepared = self.prepare(grid, block, eps2, capacity);
+        self.submit_count(&prepared);
+        self.finish(prepared)
+    }
+
+    /// Gathers `block`'s points and uploads them with every buffer the
+    /// search needs. Done for the next block while the GPU still counts the
+    /// current one (double buffering: two blocks are resident at once, so
+    /// blocks are planned for half the budget).
+    pub fn prepare(&self, grid: &CellGrid, block: &Block, eps2: f64, capacity: u64) -> Prepared {
         let started = Instant::now();
         let gathered = gather(grid, block);
-        let gather_s = started.elapsed().as_secs_f64();
         let n = gathered.points.len() as u32;
         let border_cap = border_pairs(u64::from(n));
-        let mut cost = BlockCost {
-            gather_s,
-            ..Default::default()
-        };
-        if n == 0 {
-            return Ok(BlockOutcome::Done(Lists::default(), cost));
-        }
-        let started = Instant::now();
         let device = &self.gpu.device;
-        let queue = &self.gpu.queue;
         let (inner_lo, inner_hi) = block.inner(grid.dims);
         let local = |c: [u32; 3]| std::array::from_fn(|k| c[k] - block.lo[k]);
         let out_cap = capacity.clamp(1, u64::from(u32::MAX)) as u32;
@@ -180,7 +181,7 @@ impl GpuSearcher {
         let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
-                contents: bytes,
+                contents: if bytes.is_empty() { &[0u8; 4] } else { bytes },
                 usage,
             })
         };
@@ -192,94 +193,124 @@ impl GpuSearcher {
                 mapped_at_creation: false,
             })
         };
-        let params_buf = init(
-            "nns/params",
-            bytemuck::bytes_of(&params),
-            wgpu::BufferUsages::UNIFORM,
-        );
-        let points_buf = init(
-            "nns/points",
-            bytemuck::cast_slice(&gathered.points),
-            storage,
-        );
-        let cells_buf = init(
-            "nns/cell_of",
-            bytemuck::cast_slice(&gathered.cell_of),
-            storage,
-        );
-        let starts_buf = init(
-            "nns/starts",
-            bytemuck::cast_slice(&gathered.starts),
-            storage,
-        );
         let copy_out = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let counts_buf = zeroed("nns/counts", u64::from(n) * 4, copy_out);
-        let offsets_buf = zeroed(
-            "nns/offsets",
-            u64::from(n) * 4,
-            storage | wgpu::BufferUsages::COPY_DST,
-        );
-        let out_buf = zeroed("nns/out", u64::from(out_cap) * 4, copy_out);
-        let border_buf = zeroed("nns/border", border_cap * 8, copy_out);
-        let border_count_buf = zeroed("nns/border_count", 4, copy_out);
-        cost.bytes_up = (size_of::<Params>()
-            + gathered.points.len() * 16
-            + gathered.cell_of.len() * 4
-            + gathered.starts.len() * 4) as u64;
+        let buffers = Buffers {
+            params: init(
+                "nns/params",
+                bytemuck::bytes_of(&params),
+                wgpu::BufferUsages::UNIFORM,
+            ),
+            points: init(
+                "nns/points",
+                bytemuck::cast_slice(&gathered.points),
+                storage,
+            ),
+            cell_of: init(
+                "nns/cell_of",
+                bytemuck::cast_slice(&gathered.cell_of),
+                storage,
+            ),
+            starts: init(
+                "nns/starts",
+                bytemuck::cast_slice(&gathered.starts),
+                storage,
+            ),
+            counts: zeroed("nns/counts", u64::from(n) * 4, copy_out),
+            offsets: zeroed(
+                "nns/offsets",
+                u64::from(n) * 4,
+                storage | wgpu::BufferUsages::COPY_DST,
+            ),
+            out: zeroed("nns/out", u64::from(out_cap) * 4, copy_out),
+            border: zeroed("nns/border", border_cap * 8, copy_out),
+            border_count: zeroed("nns/border_count", 4, copy_out),
+        };
         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("nns/bindings"),
             layout: &self.layout,
-            entries: &[
-                &params_buf,
-                &points_buf,
-                &cells_buf,
-                &starts_buf,
-                &counts_buf,
-                &offsets_buf,
-                &out_buf,
-                &border_buf,
-                &border_count_buf,
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect::<Vec<_>>(),
+            entries: &buffers
+                .all()
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: b.as_entire_binding(),
+                })
+                .collect::<Vec<_>>(),
         });
-        let groups = dispatch_2d(n.div_ceil(WG));
-        let run = |pipeline: &wgpu::ComputePipeline| {
-            let mut enc = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-            }
-            queue.submit([enc.finish()]);
+        let cost = BlockCost {
+            gather_s: started.elapsed().as_secs_f64(),
+            bytes_up: (size_of::<Params>()
+                + gathered.points.len() * 16
+                + gathered.cell_of.len() * 4
+                + gathered.starts.len() * 4) as u64,
+            ..Default::default()
         };
-        run(&self.count);
-        let counts: Vec<u32> = read(&self.gpu, &counts_buf, u64::from(n))?;
-        let borders: u32 = read::<u32>(&self.gpu, &border_count_buf, 1)?[0];
+        Prepared {
+            gathered,
+            params,
+            buffers,
+            bind,
+            cost,
+            eps2,
+            submitted: Instant::now(),
+        }
+    }
+
+    fn dispatch(&self, bind: &wgpu::BindGroup, n: u32, pipeline: &wgpu::ComputePipeline) {
+        let groups = dispatch_2d(n.div_ceil(WG));
+        let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind, &[]);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        }
+        self.gpu.queue.submit([enc.finish()]);
+    }
+
+    /// Starts the counting pass (returns at once).
+    pub fn submit_count(&self, prepared: &Prepared) {
+        if prepared.params.n > 0 {
+            self.dispatch(&prepared.bind, prepared.params.n, &self.count);
+        }
+    }
+
+    /// Waits for the counts, decides the borderline pairs, runs the fill
+    /// pass and reads the lists back.
+    pub fn finish(&self, prepared: Prepared) -> Result<BlockOutcome, NnsError> {
+        let Prepared {
+            gathered,
+            params,
+            buffers,
+            bind,
+            mut cost,
+            eps2,
+            submitted,
+        } = prepared;
+        let n = params.n;
+        if n == 0 {
+            return Ok(BlockOutcome::Done(Lists::default(), cost));
+        }
+        let counts: Vec<u32> = read(&self.gpu, &buffers.counts, u64::from(n))?;
+        let borders: u32 = read::<u32>(&self.gpu, &buffers.border_count, 1)?[0];
         cost.bytes_down += u64::from(n) * 4 + 4;
         let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-        let border_pairs: Vec<[u32; 2]> = if u64::from(borders) > border_cap {
-            // More borderline pairs than room: decide the block's points on
-            // the CPU instead (a pathological cloud on the eps shell).
+        if borders > params.border_cap {
+            // More borderline pairs than room (a lattice searched at exactly
+            // its spacing): treated like an overflow.
             return Ok(BlockOutcome::Overflow {
                 needed: total + u64::from(borders),
             });
-        } else {
-            cost.bytes_down += u64::from(borders) * 8;
-            read(&self.gpu, &border_buf, u64::from(borders) * 2)?
-                .chunks_exact(2)
-                .map(|c: &[u32]| [c[0], c[1]])
-                .collect()
-        };
-        if total > u64::from(out_cap) {
+        }
+        if total > u64::from(params.out_cap) {
             return Ok(BlockOutcome::Overflow { needed: total });
         }
+        cost.bytes_down += u64::from(borders) * 8;
+        let border_pairs: Vec<[u32; 2]> = read(&self.gpu, &buffers.border, u64::from(borders) * 2)?
+            .chunks_exact(2)
+            .map(|c: &[u32]| [c[0], c[1]])
+            .collect();
         // Offsets from the counts, then the fill pass.
         let mut offsets = Vec::with_capacity(n as usize);
         let mut at = 0u32;
@@ -287,13 +318,16 @@ impl GpuSearcher {
             offsets.push(at);
             at += c;
         }
-        queue.write_buffer(&offsets_buf, 0, bytemuck::cast_slice(&offsets));
+        self.gpu
+            .queue
+            .write_buffer(&buffers.offsets, 0, bytemuck::cast_slice(&offsets));
         cost.bytes_up += u64::from(n) * 4;
-        run(&self.fill);
-        let flat: Vec<u32> = read(&self.gpu, &out_buf, total)?;
+        self.dispatch(&bind, n, &self.fill);
+        let flat: Vec<u32> = read(&self.gpu, &buffers.out, total)?;
         cost.bytes_down += total * 4;
-        cost.real_bytes = cost.bytes_up + u64::from(n) * 4 + total * 4 + border_cap * 8 + 4;
-        cost.gpu_s = started.elapsed().as_secs_f64();
+        cost.real_bytes =
+            cost.bytes_up + u64::from(n) * 4 + total * 4 + u64::from(params.border_cap) * 8 + 4;
+        cost.gpu_s = submitted.elapsed().as_secs_f64();
         // Borderline pairs, decided exactly.
         let mut extra: Vec<Vec<u32>> = vec![Vec::new(); n as usize];
         for [i, j] in &border_pairs {
@@ -321,7 +355,50 @@ impl GpuSearcher {
     }
 }
 
+/// The device buffers of one block, in binding order.
+#[derive(Debug)]
+struct Buffers {
+    params: wgpu::Buffer,
+    points: wgpu::Buffer,
+    cell_of: wgpu::Buffer,
+    starts: wgpu::Buffer,
+    counts: wgpu::Buffer,
+    offsets: wgpu::Buffer,
+    out: wgpu::Buffer,
+    border: wgpu::Buffer,
+    border_count: wgpu::Buffer,
+}
+
+impl Buffers {
+    fn all(&self) -> [&wgpu::Buffer; 9] {
+        [
+            &self.params,
+            &self.points,
+            &self.cell_of,
+            &self.starts,
+            &self.counts,
+            &self.offsets,
+            &self.out,
+            &self.border,
+            &self.border_count,
+        ]
+    }
+}
+
+/// A block uploaded and bound, ready to search.
+#[derive(Debug)]
+pub struct Prepared {
+    gathered: Gathered,
+    params: Params,
+    buffers: Buffers,
+    bind: wgpu::BindGroup,
+    cost: BlockCost,
+    eps2: f64,
+    submitted: Instant,
+}
+
 /// A block's points in local cell order.
+#[derive(Debug)]
 struct Gathered {
     dims: [u32; 3],
     host: Vec<[f32; 4]>,

@@ -290,11 +290,12 @@ pub fn search(
     };
     let blocks = match (&gpu, options.block) {
         (None, _) => Vec::new(),
+        // Two blocks are resident at once (double buffering): each gets half.
         (Some(_), BlockMode::Auto) => {
-            tree::plan_auto(&work, grid.dims, &model, options.device_budget)?
+            tree::plan_auto(&work, grid.dims, &model, options.device_budget / 2)?
         }
         (Some(_), BlockMode::Fixed(side)) => {
-            tree::plan_fixed(&work, grid.dims, &model, options.device_budget, side)?
+            tree::plan_fixed(&work, grid.dims, &model, options.device_budget / 2, side)?
         }
     };
     report.phases.plan_s = started.elapsed().as_secs_f64();
@@ -333,9 +334,17 @@ pub fn search(
             let searcher = GpuSearcher::new(gpu.clone())?;
             let gpu_start = Instant::now();
             let mut pending: Vec<Block> = blocks.iter().rev().copied().collect();
-            while let Some(b) = pending.pop() {
+            let prepare = |b: Block| {
                 let capacity = model.capacity(b.inner_points, b.expected);
-                match searcher.run_block(&grid, &b, eps2, capacity)? {
+                (b, capacity, searcher.prepare(&grid, &b, eps2, capacity))
+            };
+            // Double buffering: while the GPU counts one block, the next is
+            // gathered and uploaded.
+            let mut next = pending.pop().map(prepare);
+            while let Some((b, capacity, current)) = next.take() {
+                searcher.submit_count(&current);
+                next = pending.pop().map(prepare);
+                match searcher.finish(current)? {
                     BlockOutcome::Done(lists, cost) => {
                         report.bytes_up += cost.bytes_up;
                         report.bytes_down += cost.bytes_down;
@@ -382,6 +391,9 @@ pub fn search(
                                 }
                                 extra_cpu.push(cells);
                             }
+                        }
+                        if next.is_none() {
+                            next = pending.pop().map(prepare);
                         }
                     }
                 }

@@ -232,7 +232,7 @@ pub fn plan_auto(
             }
             None => {
                 return Err(NnsError::Budget(format!(
-                    "one cell holds {} points and needs about {} bytes, more than the device budget of {budget} bytes",
+                    "one cell holds {} points and needs about {} bytes, more than the {budget} bytes a block may use (half the device budget: two blocks are resident at once)",
                     b.points, b.estimated_bytes
                 )));
             }
@@ -262,7 +262,7 @@ pub fn plan_fixed(
                 }
                 if !model.fits(&b, budget) {
                     return Err(NnsError::Budget(format!(
-                        "a fixed block of {side}^3 cells at {lo:?} needs about {} bytes, more than the device budget of {budget} bytes; use smaller blocks or --block auto",
+                        "a fixed block of {side}^3 cells at {lo:?} needs about {} bytes, more than the {budget} bytes a block may use (half the device budget: two blocks are resident at once); use smaller blocks or --block auto",
                         b.estimated_bytes
                     )));
                 }
