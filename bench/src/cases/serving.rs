@@ -75,26 +75,78 @@ fn scene(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// All rows of the group; `quick` loads `pile` instead of `avalanche`.
+/// All rows of the group; `quick` loads `pile` instead of `avalanche`, and a
+/// 100 k-particle state instead of 1 M.
 pub fn run(samples: usize, quick: bool) -> Vec<Row> {
     let mut rows = Vec::new();
     let Ok(dir) = tempfile::tempdir() else {
         return rows;
     };
-    let name = if quick { "pile" } else { "avalanche" };
-    eprintln!("bench: serving ({name})");
     let site = dir.path().join("site");
-    let folder = site.join(name);
-    if let Err(e) = bake_scene(
+    let name = if quick { "pile" } else { "avalanche" };
+    let mut folders = Vec::new();
+    eprintln!("bench: serving ({name})");
+    match bake_scene(
         &scene(&format!("{name}.toml")),
-        &folder,
+        &site.join(name),
         Voxelizer::Cpu,
         &Progress::hidden(),
     ) {
-        eprintln!("bench: serving: cannot bake {name}: {e}");
-        return rows;
+        Ok(_) => folders.push(name.to_string()),
+        Err(e) => eprintln!("bench: serving: cannot bake {name}: {e}"),
     }
-    let folder_bytes: u64 = std::fs::read_dir(&folder)
+    let n = if quick { 100_000 } else { 1_000_000 };
+    if let Some(scene) = large_scene(dir.path(), n)
+        && bake_scene(
+            &scene,
+            &site.join("state_scene"),
+            Voxelizer::Cpu,
+            &Progress::hidden(),
+        )
+        .is_ok()
+    {
+        folders.push("state_scene".into());
+    }
+    let server = python_server(&site);
+    if server.is_none() {
+        eprintln!("bench: serving: python3 http.server did not start; HTTP rows skipped");
+    }
+    let fresh = RefCell::new(0u32);
+    let cache = |k: u32| dir.path().join(format!("cache{k}"));
+    for name in &folders {
+        let folder = site.join(name);
+        rows.extend(load_rows(
+            name,
+            &folder,
+            server.as_ref().map(|(_, port)| *port),
+            samples,
+            &|| {
+                *fresh.borrow_mut() += 1;
+                cache(*fresh.borrow())
+            },
+            &dir.path().join("curl"),
+        ));
+    }
+    drop(server);
+    rows.push(decode_throughput(samples, n));
+    if let Some(row) = edit_to_screen(samples) {
+        rows.push(row);
+    }
+    rows
+}
+
+/// Cold loads of one baked folder from disk and over HTTP, and its download
+/// against curl.
+fn load_rows(
+    name: &str,
+    folder: &Path,
+    port: Option<u16>,
+    samples: usize,
+    fresh_cache: &dyn Fn() -> PathBuf,
+    curl_dir: &Path,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let folder_bytes: u64 = std::fs::read_dir(folder)
         .map(|it| {
             it.filter_map(|e| e.ok()?.metadata().ok())
                 .map(|m| m.len())
@@ -103,104 +155,115 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
         .unwrap_or(0);
     let load_samples = samples.min(5);
     let local = time(load_samples, || {
-        load_baked_folder(&folder, GridMode::Auto).expect("load")
+        load_baked_folder(folder, GridMode::Auto).expect("load")
     });
-    let particles = load_baked_folder(&folder, GridMode::Auto)
+    let particles = load_baked_folder(folder, GridMode::Auto)
         .map(|s| s.particles.len())
         .unwrap_or(0);
     let workload = format!(
         "`{name}` baked folder ({:.2} MB), {particles} particles",
         folder_bytes as f64 / 1e6
     );
-    if let Some((_server, port)) = python_server(&site) {
-        let url = format!("http://127.0.0.1:{port}/{name}/");
-        let fresh = RefCell::new(0u32);
-        let cache = |k: u32| dir.path().join(format!("cache{k}"));
-        let http = time(load_samples, || {
-            *fresh.borrow_mut() += 1;
-            load_setup_cached(
-                Path::new(&url),
-                GridMode::Auto,
-                Some(cache(*fresh.borrow())),
-            )
+    let Some(port) = port else {
+        return rows;
+    };
+    let url = format!("http://127.0.0.1:{port}/{name}/");
+    let http = time(load_samples, || {
+        load_setup_cached(Path::new(&url), GridMode::Auto, Some(fresh_cache()))
             .expect("load over HTTP")
-        });
-        rows.push(Row {
-            group: GROUP,
-            name: "cold load over loopback HTTP".into(),
-            workload: workload.clone(),
-            pellet: http.clone(),
-            peer: "the same folder loaded from local disk".into(),
-            peer_timing: Some(local.clone()),
-            notes: format!(
-                "empty cache each time: manifest, objects (hash-checked), decode, particle generation; HTTP adds {:.0} ms",
-                1e3 * (http.median_s - local.median_s)
-            ),
-        });
-        // The download alone, against curl fetching the same files.
-        let files: Vec<String> = read_manifest(&folder, &DecodeLimits::default())
-            .map(|m| {
-                std::iter::once(MANIFEST_FILE.to_string())
-                    .chain(m.objects.iter().map(|o| format!("{}.pellet", o.hash)))
-                    .collect()
+    });
+    rows.push(Row {
+        group: GROUP,
+        name: format!("cold load of `{name}` over loopback HTTP"),
+        workload: workload.clone(),
+        pellet: http.clone(),
+        peer: "the same folder loaded from local disk".into(),
+        peer_timing: Some(local.clone()),
+        notes: format!(
+            "empty cache each time: manifest, objects (hash-checked), decode, particle set-up; local {:.1} ms, HTTP {:.1} ms",
+            1e3 * local.median_s,
+            1e3 * http.median_s
+        ),
+    });
+    let files: Vec<String> = read_manifest(folder, &DecodeLimits::default())
+        .map(|m| {
+            std::iter::once(MANIFEST_FILE.to_string())
+                .chain(m.objects.iter().map(|o| format!("{}.pellet", o.hash)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let fetch = time(samples, || {
+        fetch_baked_folder(&url, &fresh_cache()).expect("fetch")
+    });
+    let curl = Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok()
+        .then(|| {
+            time(samples, || {
+                let _ = std::fs::remove_dir_all(curl_dir);
+                let mut cmd = Command::new("curl");
+                cmd.args(["-sf", "--create-dirs"]);
+                for f in &files {
+                    cmd.arg(format!("{url}{f}")).arg("-o").arg(curl_dir.join(f));
+                }
+                assert!(cmd.status().expect("curl").success());
             })
-            .unwrap_or_default();
-        let fetch = time(samples, || {
-            *fresh.borrow_mut() += 1;
-            fetch_baked_folder(&url, &cache(*fresh.borrow())).expect("fetch")
         });
-        let curl_dir = dir.path().join("curl");
-        let curl = Command::new("curl")
-            .arg("--version")
-            .output()
-            .is_ok()
-            .then(|| {
-                time(samples, || {
-                    let _ = std::fs::remove_dir_all(&curl_dir);
-                    let mut cmd = Command::new("curl");
-                    cmd.args(["-sf", "--create-dirs"]);
-                    for f in &files {
-                        cmd.arg(format!("{url}{f}")).arg("-o").arg(curl_dir.join(f));
-                    }
-                    assert!(cmd.status().expect("curl").success());
-                })
-            });
-        rows.push(Row {
-            group: GROUP,
-            name: "download a baked folder".into(),
-            workload: format!("{} files, {:.2} MB", files.len(), folder_bytes as f64 / 1e6),
-            pellet: fetch.clone(),
-            peer: "curl, one process, same URLs".into(),
-            peer_timing: curl,
-            notes: format!(
-                "Pellet checks every BLAKE3 hash and header and writes atomically; {:.0} MB/s",
-                folder_bytes as f64 / fetch.median_s / 1e6
-            ),
-        });
-    } else {
-        eprintln!("bench: serving: python3 http.server did not start; HTTP rows skipped");
-    }
-    rows.push(decode_throughput(
-        samples,
-        if quick { 100_000 } else { 1_000_000 },
-    ));
-    if let Some(row) = edit_to_screen(samples) {
-        rows.push(row);
-    }
+    rows.push(Row {
+        group: GROUP,
+        name: format!("download `{name}`"),
+        workload: format!("{} files, {:.2} MB", files.len(), folder_bytes as f64 / 1e6),
+        pellet: fetch.clone(),
+        peer: "curl, one process, same URLs".into(),
+        peer_timing: curl,
+        notes: format!(
+            "Pellet checks every BLAKE3 hash and header and writes each file atomically with fsync (curl does neither); {:.0} MB/s",
+            folder_bytes as f64 / fetch.median_s / 1e6
+        ),
+    });
     rows
+}
+
+/// `n` particles at random in a cube of side `side` (radius 5 mm), moving at
+/// random: compresses like a real state.
+fn random_state(n: usize, side: f32) -> SimState {
+    let mut rng = pellet_formats::scene::Rng::new(11);
+    let mut v3 = |lo: f32, hi: f32| -> Vec<[f32; 3]> {
+        (0..n)
+            .map(|_| [rng.range(lo, hi), rng.range(lo, hi), rng.range(lo, hi)])
+            .collect()
+    };
+    let positions = v3(0.01, side - 0.01);
+    let velocities = v3(-0.5, 0.5);
+    SimState {
+        positions: pellet_formats::PodVec(positions),
+        velocities: pellet_formats::PodVec(velocities),
+        angular_velocities: pellet_formats::PodVec(vec![[0.0; 3]; n]),
+        radii: pellet_formats::PodVec(vec![0.005; n]),
+        body_of_particle: pellet_formats::PodVec(vec![pellet_formats::assets::FREE_PARTICLE; n]),
+        ..Default::default()
+    }
+}
+
+/// A scene whose particles come from a saved 1 M-particle state: its baked
+/// folder carries the particles as a ~20 MB object.
+fn large_scene(dir: &Path, n: usize) -> Option<PathBuf> {
+    let state = random_state(n, 2.0);
+    pellet_formats::io::write_asset(&dir.join("state.pellet"), &state).ok()?;
+    let scene = dir.join("state_scene.toml");
+    std::fs::write(
+        &scene,
+        "name = \"state_scene\"\n[domain]\nmin = [0, 0, 0]\nmax = [2, 2, 2]\n[[particles]]\nfile = \"state.pellet\"\n",
+    )
+    .ok()?;
+    Some(scene)
 }
 
 /// Pellet's whole decode (zstd, BLAKE3, MessagePack, validation) against
 /// zstd's decompression alone of the same bytes, in MB/s of payload.
 fn decode_throughput(samples: usize, n: usize) -> Row {
-    let state = SimState {
-        positions: pellet_formats::PodVec((0..n).map(|i| [i as f32 * 1e-3, 0.5, 0.25]).collect()),
-        velocities: pellet_formats::PodVec(vec![[0.0, -1.0, 0.0]; n]),
-        angular_velocities: pellet_formats::PodVec(vec![[0.0; 3]; n]),
-        radii: pellet_formats::PodVec(vec![0.005; n]),
-        body_of_particle: pellet_formats::PodVec(vec![pellet_formats::assets::FREE_PARTICLE; n]),
-        ..Default::default()
-    };
+    let state = random_state(n, 1.0);
     let file = encode(&state).expect("valid state");
     let limits = DecodeLimits::default();
     let (_, payload) = open(&file, &limits).expect("open");
