@@ -413,7 +413,7 @@ impl WindowState {
     fn hot_reload(&mut self, cache: Option<PathBuf>) {
         let path = self.playing.path.clone();
         let setup = load_setup_cached(&path, GridMode::Auto, cache);
-        let mut setup = match setup {
+        let setup = match setup {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(
@@ -424,18 +424,8 @@ impl WindowState {
                 return;
             }
         };
-        if let (Ok(state), Ok(bodies)) = (self.playing.sim.snapshot(), self.playing.sim.bodies()) {
-            setup.carry_state_from(&self.playing.setup, &state, &bodies);
-        }
-        let size = (self.config.width, self.config.height);
-        let started = self.shaders.simulation(&self.gpu, &setup).and_then(|sim| {
-            let renderer = self
-                .shaders
-                .renderer(&sim, &setup, size, self.config.format)?;
-            Ok((sim, renderer))
-        });
-        match started {
-            Ok((sim, renderer)) => {
+        match self.restart(setup, None) {
+            Ok((setup, sim, renderer)) => {
                 tracing::info!("reloaded {}", path.display());
                 self.playing = Playing {
                     path: path.clone(),
@@ -455,6 +445,28 @@ impl WindowState {
                 self.message = Some(format!("reload failed (keeping the last good state): {e}"))
             }
         }
+    }
+
+    /// A new simulation and renderer for `setup` with the running state
+    /// carried over, the kernels compiled from `sim_source` when given (else
+    /// the current shaders).
+    fn restart(
+        &self,
+        mut setup: SimSetup,
+        sim_source: Option<&str>,
+    ) -> Result<(SimSetup, Simulation, FrameRenderer), SimError> {
+        if let (Ok(state), Ok(bodies)) = (self.playing.sim.snapshot(), self.playing.sim.bodies()) {
+            setup.carry_state_from(&self.playing.setup, &state, &bodies);
+        }
+        let sim = match sim_source {
+            Some(source) => Simulation::gpu_with_shader(self.gpu.clone(), &setup, source)?,
+            None => self.shaders.simulation(&self.gpu, &setup)?,
+        };
+        let size = (self.config.width, self.config.height);
+        let renderer = self
+            .shaders
+            .renderer(&sim, &setup, size, self.config.format)?;
+        Ok((setup, sim, renderer))
     }
 
     /// Shader hot reload after an edit in the shader folder: each changed
@@ -485,22 +497,9 @@ impl WindowState {
             && self.shaders.sim.as_ref() != Some(&source)
         {
             // The kernels are rebuilt with the running state carried over.
-            let mut setup = self.playing.setup.clone();
-            if let (Ok(state), Ok(bodies)) =
-                (self.playing.sim.snapshot(), self.playing.sim.bodies())
-            {
-                setup.carry_state_from(&self.playing.setup, &state, &bodies);
-            }
-            let size = (self.config.width, self.config.height);
-            let started =
-                Simulation::gpu_with_shader(self.gpu.clone(), &setup, &source).and_then(|sim| {
-                    let renderer = self
-                        .shaders
-                        .renderer(&sim, &setup, size, self.config.format)?;
-                    Ok((sim, renderer))
-                });
+            let started = self.restart(self.playing.setup.clone(), Some(&source));
             match started {
-                Ok((sim, renderer)) => {
+                Ok((setup, sim, renderer)) => {
                     tracing::info!("shader reloaded: sim.wgsl");
                     report.push("sim.wgsl reloaded".to_string());
                     self.shaders.sim = Some(source);
