@@ -175,7 +175,7 @@ fn the_window_follows_a_served_scene_and_edited_shaders() {
     let spheres = shaders.join("spheres.wgsl");
     let builtin = pellet_player::render::SPHERES_SHADER;
     std::fs::write(&spheres, builtin).unwrap();
-    let child = Command::new("xvfb-run")
+    let mut child = Command::new("xvfb-run")
         .args(["-a", "-s", "-screen 0 1024x768x24"])
         .arg(env!("CARGO_BIN_EXE_player"))
         .arg("-v")
@@ -188,37 +188,57 @@ fn the_window_follows_a_served_scene_and_edited_shaders() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pause = |s: u64| std::thread::sleep(std::time::Duration::from_secs(s));
-    pause(8);
+    // The log, line by line, as the viewer writes it.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let log = log.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let mut l = log.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        })
+    };
+    // Waits (up to a minute: the machine may be busy) for `needle` to be
+    // logged `times` times.
+    let wait_for = |needle: &str, times: usize| {
+        let start = std::time::Instant::now();
+        while log.lock().unwrap().matches(needle).count() < times {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "no {needle:?} in: {}",
+                log.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    wait_for("viewer ready", 1);
     bake("push.toml"); // the server's scene changes
-    pause(4);
+    wait_for("reloaded /", 1);
     let save = |text: &str| {
         let tmp = shaders.join("spheres.wgsl.tmp");
         std::fs::write(&tmp, text).unwrap();
         std::fs::rename(&tmp, &spheres).unwrap();
     };
     save(&format!("{builtin}\nfn broken( {{\n")); // rejected
-    pause(3);
+    wait_for("shader rejected, keeping the old pipeline", 1);
     save(&builtin.replace(
         "out.colour = vec4<f32>(colour, 1.0);",
         "out.colour = vec4<f32>(1.0, 0.0, 0.0, 1.0);",
     ));
-    pause(3);
+    wait_for("shader reloaded: spheres.wgsl", 1);
     let _ = Command::new("pkill")
         .arg("-f")
         .arg(format!("127.0.0.1:{port}/live/"))
         .status();
-    let out = child.wait_with_output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(log.contains("viewer ready"), "{log}");
-    assert!(
-        log.contains("reloaded"),
-        "the served re-bake was not swapped in: {log}"
-    );
-    assert!(
-        log.contains("shader rejected, keeping the old pipeline"),
-        "{log}"
-    );
-    assert!(log.contains("shader reloaded: spheres.wgsl"), "{log}");
+    let _ = child.wait();
+    let _ = reader.join();
+    let log = log.lock().unwrap();
     assert!(!log.contains("panicked"), "{log}");
 }
