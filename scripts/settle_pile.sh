@@ -3,11 +3,12 @@
 # (docs/neighbour-model.md): a loose conical heap of 1 M glass beads settles
 # under gravity in Pellet's own simulation (CPU backend), then the model is
 # compared with exact counts on the settled positions.
-# About 15 minutes on 2 cores. Usage: bash scripts/settle_pile.sh [OUT_DIR] [STEPS]
+# About 75 minutes on 2 cores (12 000 steps of 1 M beads). Usage:
+# bash scripts/settle_pile.sh [OUT_DIR] [STEPS] [extra validate-table arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/settled-pile}
-steps=${2:-3000}
+steps=${2:-12000}
 bash scripts/setup.sh
 export NODEVICE_SELECT=1
 cargo build --release --locked -q -p pellet-bake -p pellet-player --bins --examples
