@@ -267,6 +267,26 @@ fn the_command_line_writes_lists_counts_and_a_report() {
     assert_eq!(summary["neighbours"], 2);
     assert!(summary.get("block_list").is_none());
 
+    // A scene: its particles.
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/ballpit.toml");
+    let out = player(&[
+        "nns",
+        scene,
+        "--radius",
+        "0.03",
+        "--backend",
+        "cpu",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["points"], 4096);
+    assert!(summary["neighbours"].as_u64().unwrap() > 0);
+
     // Clear errors.
     let one_line = |out: &std::process::Output, needle: &str| {
         let err = String::from_utf8_lossy(&out.stderr);
