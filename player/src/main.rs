@@ -118,6 +118,7 @@ enum Command {
     ///   player nns --generate uniform --particles 1000000 --radius 0.5 --counts counts.txt
     ///   player nns --points cloud.f32 --radius 0.01 --device-budget 256MiB --out nbrs.bin
     ///   player nns settled.pellet --radius 0.005 --backend cpu --threads 2 --report r.json
+    #[command(verbatim_doc_comment)]
     Nns(NnsArgs),
     /// Simulate a scene.
     ///
@@ -132,6 +133,7 @@ enum Command {
     ///   player run scene.toml --headless --save-every 1000 --save-dir frames/
     ///
     /// Then `bake inspect end.pellet --particles` prints the particles as CSV.
+    #[command(verbatim_doc_comment)]
     Run {
         /// Scene file (TOML; its bodies' meshes are baked into the cache as
         /// needed), or a baked folder written by `bake scene`.
