@@ -110,8 +110,10 @@ enum Command {
     /// reads point files, and for each ratio compares the model's expected
     /// neighbours per occupied cell with the exact mean number of neighbours
     /// within eps of that cell's particles (Pearson correlation and RMSE), the
-    /// same for each cell's total (what a block's memory sums), and the RMSE
-    /// after the packing correction. Prints a Markdown table (or JSON);
+    /// same for each cell's total (what a block's memory sums), the RMSE
+    /// after the packing correction, and the fitted estimate (raw and
+    /// smoothed counts, occupancy and sub-cells, weights fitted on every
+    /// 64th cell and judged on the others). Prints a Markdown table (or JSON);
     /// docs/neighbour-model.md holds a run.
     ///
     /// Examples: bake validate-table table.pellet --particles 1000000;
@@ -761,16 +763,16 @@ fn validate_table(
     } else {
         writeln!(
             stdout,
-            "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE | total correlation | total RMSE | correction | corrected RMSE |"
+            "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE | total correlation | total RMSE | correction | corrected RMSE | fitted correlation | fitted RMSE |"
         )?;
         writeln!(
             stdout,
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         )?;
         for r in &rows {
             writeln!(
                 stdout,
-                "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} | {:.4} | {:.2} | {:.4} | {:.3} |",
+                "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} | {:.4} | {:.2} | {:.4} | {:.3} | {:.4} | {:.3} |",
                 r.distribution,
                 r.particles,
                 r.ratio,
@@ -786,7 +788,9 @@ fn validate_table(
                 r.total_correlation,
                 r.total_rmse,
                 r.calibration,
-                r.calibrated_rmse
+                r.calibrated_rmse,
+                r.fitted_correlation,
+                r.fitted_rmse
             )?;
         }
     }

@@ -6,9 +6,8 @@
 //! records the results.
 
 use pellet_formats::assets::OverlapTable;
-use pellet_formats::estimate::{
-    CellCounts, RatioOutOfRange, calibration_factor, expected_neighbours,
-};
+use pellet_formats::estimate::fit::{CellFeatures, FittedEstimate, refined_expected};
+use pellet_formats::estimate::{CellCounts, RatioOutOfRange, calibration_factor};
 use pellet_formats::scene::Rng;
 use serde::Serialize;
 
@@ -165,6 +164,14 @@ pub struct ValidationRow {
     /// RMSE of the per-particle means after the correction, over the cells not
     /// used to fit it.
     pub calibrated_rmse: f64,
+    /// Correlation of the fitted estimate (`estimate::fit`: the model on raw
+    /// and smoothed counts, occupancy and the refined model, weights fitted
+    /// on every 64th occupied cell), over the cells not used to fit it.
+    pub fitted_correlation: f64,
+    /// RMSE of the fitted estimate over the held-out cells, neighbours.
+    pub fitted_rmse: f64,
+    /// The fit: feature names, weights, intercept.
+    pub fit: Option<FittedEstimate>,
     /// Largest particle count in one cell.
     pub max_cell_count: u32,
     /// Seconds for the exact count.
@@ -330,13 +337,15 @@ pub fn validate_points(
     let mut rows = Vec::new();
     for &ratio in ratios {
         let at = table.at(ratio)?;
-        let estimated = expected_neighbours(&counts, &at);
         let refine = ((2.0 / ratio).floor() as u32).max(1);
         let refined = if refine == 1 {
-            estimated.clone()
+            None
         } else {
-            refined_estimate(table, points, &grid, ratio, refine)?
+            Some(refined_estimate(table, points, &grid, ratio, refine)?)
         };
+        let features = CellFeatures::new(&counts, &at, refined);
+        let estimated = features.columns[0].clone();
+        let refined = features.columns.get(4).unwrap_or(&estimated).clone();
         let start = std::time::Instant::now();
         let exact = grid.exact_means(ratio);
         let exact_seconds = start.elapsed().as_secs_f64();
@@ -374,6 +383,16 @@ pub fn validate_points(
             .collect();
         let calibrated: Vec<f64> = estimated.iter().map(|e| e * calibration).collect();
         let (_, calibrated_rmse) = compare(&held_out, &calibrated, &exact);
+        let sample: Vec<(usize, f64)> = occupied
+            .iter()
+            .step_by(64)
+            .map(|&c| (c, exact[c]))
+            .collect();
+        let fit = FittedEstimate::fit(&features, &sample).ok();
+        let (fitted_correlation, fitted_rmse) = match &fit {
+            Some(fit) => compare(&held_out, &fit.predict_all(&features), &exact),
+            None => (f64::NAN, f64::NAN),
+        };
         rows.push(ValidationRow {
             distribution: name.to_string(),
             particles,
@@ -390,6 +409,9 @@ pub fn validate_points(
             total_rmse,
             calibration,
             calibrated_rmse,
+            fitted_correlation,
+            fitted_rmse,
+            fit,
             max_cell_count: grid.counts.iter().copied().max().unwrap_or(0),
             exact_seconds,
         });
@@ -429,32 +451,13 @@ fn refined_estimate(
     let scaled: Vec<[f64; 3]> = points.iter().map(|p| p.map(|x| x * k)).collect();
     let fine = Grid::new(&scaled);
     let at = table.at(ratio * k)?;
-    let estimated = expected_neighbours(
+    Ok(refined_expected(
         &CellCounts {
             dims: fine.dims.map(|d| d as u32),
             counts: &fine.counts,
         },
+        refine,
+        grid.dims.map(|d| d as u32),
         &at,
-    );
-    let mut sums = vec![0.0; grid.counts.len()];
-    let [fx, fy, _] = fine.dims;
-    let [cx, cy, cz] = grid.dims;
-    for (f, &n) in fine.counts.iter().enumerate() {
-        if n == 0 {
-            continue;
-        }
-        let (x, y, z) = (f % fx, (f / fx) % fy, f / (fx * fy));
-        let c = [
-            x / refine as usize,
-            y / refine as usize,
-            z / refine as usize,
-        ];
-        let c = c[0].min(cx - 1) + cx * (c[1].min(cy - 1) + cy * c[2].min(cz - 1));
-        sums[c] += f64::from(n) * estimated[f];
-    }
-    Ok(sums
-        .iter()
-        .zip(&grid.counts)
-        .map(|(s, &n)| if n > 0 { s / f64::from(n) } else { 0.0 })
-        .collect())
+    ))
 }

@@ -209,6 +209,15 @@ fn totals_and_the_packing_correction() {
     let pile = &validate(&table, Distribution::Pile, 50_000, &[1.0], 2).expect("validate")[0];
     assert!(pile.calibration < 0.995, "{pile:?}");
     assert!(pile.calibrated_rmse < pile.rmse, "{pile:?}");
+    // The fitted estimate (smoothed counts, occupancy, sub-cells), judged on
+    // cells it was not fitted on, beats the table model on both.
+    for row in [uniform, pile] {
+        let fit = row.fit.as_ref().expect("enough cells to fit");
+        assert_eq!(fit.weights.len(), 5, "{fit:?}");
+        assert!(row.fitted_correlation > row.correlation, "{row:?}");
+        assert!(row.fitted_rmse < row.rmse, "{row:?}");
+    }
+    assert!(pile.fitted_rmse < 0.5 * pile.rmse, "{pile:?}");
     // Point sets anywhere in space: shifting by whole cells changes nothing.
     let points = Distribution::Clusters.generate(20_000, 3);
     let a = &validate_points(&table, "a", &points, &[1.0]).expect("validate")[0];

@@ -284,6 +284,12 @@ struct NnsArgs {
     /// Blocks: `auto` (the workload tree) or `fixed:N` (N^3 cells each).
     #[arg(long, default_value = "auto", value_parser = parse_block)]
     block: pellet_player::nns::BlockMode,
+    /// How each cell's expected neighbours are estimated for block sizing:
+    /// `fitted` counts every 64th cell exactly first and fits the table model
+    /// with smoothed counts to it (tighter blocks, measured margin); `table`
+    /// is the paper's model alone.
+    #[arg(long, value_enum, default_value_t = EstimateArg::Fitted)]
+    estimate: EstimateArg,
     /// Where the search runs: the GPU with CPU threads alongside, or CPU threads only.
     #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
     backend: BackendArg,
@@ -305,6 +311,24 @@ struct NnsArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `player nns --estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EstimateArg {
+    /// The paper's model: the overlap table on cell counts.
+    Table,
+    /// The table model fitted on every 64th cell, counted exactly.
+    Fitted,
+}
+
+impl From<EstimateArg> for pellet_player::nns::EstimateMode {
+    fn from(e: EstimateArg) -> Self {
+        match e {
+            EstimateArg::Table => pellet_player::nns::EstimateMode::Table,
+            EstimateArg::Fitted => pellet_player::nns::EstimateMode::Fitted,
+        }
+    }
 }
 
 /// `1GiB`, `256MiB`, `500MB`, `4096` (bytes).
@@ -462,6 +486,7 @@ fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         block: args.block,
+        estimate: args.estimate.into(),
         aux_neighbours: None,
     };
     let (lists, report) = nns::search(&points, &options, &table, gpu)?;
@@ -487,11 +512,16 @@ fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     } else {
         writeln!(
             out,
-            "points       {} ({} neighbours, {:.2} per point; the model expected {:.2})",
+            "points       {} ({} neighbours, {:.2} per point; the {} model expected {:.2}{})",
             report.points,
             report.neighbours,
             report.neighbours as f64 / report.points as f64,
-            report.expected_mean
+            report.estimate,
+            report.expected_mean,
+            report
+                .measured_rmse
+                .map(|r| format!(", RMSE {r:.2} on the sample"))
+                .unwrap_or_default()
         )?;
         writeln!(
             out,

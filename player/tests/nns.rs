@@ -13,8 +13,10 @@ use pellet_formats::scene::Rng;
 use pellet_player::gpu::{BackendChoice, Gpu};
 use pellet_player::nns::cpu::brute_force;
 use pellet_player::nns::generate::generate;
+use pellet_player::nns::grid::CellGrid;
+use pellet_player::nns::model::estimate;
 use pellet_player::nns::output::{read_neighbours, write_counts, write_neighbours};
-use pellet_player::nns::{BlockMode, Neighbours, NnsOptions, search};
+use pellet_player::nns::{BlockMode, EstimateMode, Neighbours, NnsOptions, search};
 
 fn table() -> OverlapTable {
     bake_table(&TableSettings {
@@ -79,6 +81,15 @@ fn check_all_paths(points: &[[f32; 3]], radius: f32, what: &str, splittable: boo
     };
     let (tiles, _) = search(points, &fixed, &table, Some(gpu.clone())).unwrap();
     assert_exact(points, radius, tiles, &format!("{what}, fixed blocks"));
+
+    // The paper's table model alone sizes blocks too.
+    let table_model = NnsOptions {
+        estimate: EstimateMode::Table,
+        ..small.clone()
+    };
+    let (paper, report) = search(points, &table_model, &table, Some(gpu.clone())).unwrap();
+    assert_eq!(report.estimate, "table");
+    assert_exact(points, radius, paper, &format!("{what}, table estimate"));
 
     // Allocations far below the real output: every block overflows, is
     // split, and the results stay exact.
@@ -335,4 +346,65 @@ fn the_command_line_writes_lists_counts_and_a_report() {
         "1XB",
     ]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// The fitted estimate (the table model fitted on every 64th cell counted
+/// exactly) predicts each cell's mean neighbours far better than the table
+/// model on packed grains, and the error it measures on its sample is the
+/// error it makes on the cells it did not see.
+#[test]
+fn the_fitted_estimate_beats_the_table_model_on_packed_grains() {
+    let table = table();
+    let points = generate("pile", 200_000, 3).unwrap();
+    let radius = 0.6;
+    let grid = CellGrid::new(&points, radius, 1 << 24).unwrap();
+    let (lists, _) = search(
+        &points,
+        &NnsOptions {
+            radius,
+            threads: 2,
+            ..Default::default()
+        },
+        &table,
+        None,
+    )
+    .unwrap();
+    // Exact mean neighbours per cell.
+    let mut exact = vec![0.0; grid.cell_count()];
+    for c in 0..grid.cell_count() {
+        let run = &grid.sorted[grid.starts[c] as usize..grid.starts[c + 1] as usize];
+        if !run.is_empty() {
+            let total: usize = run
+                .iter()
+                .map(|p| lists.of(p[3].to_bits() as usize).len())
+                .sum();
+            exact[c] = total as f64 / run.len() as f64;
+        }
+    }
+    let occupied: Vec<usize> = (0..grid.cell_count())
+        .filter(|&c| grid.starts[c + 1] > grid.starts[c])
+        .collect();
+    let rmse = |e: &[f64]| {
+        (occupied
+            .iter()
+            .map(|&c| (e[c] - exact[c]).powi(2))
+            .sum::<f64>()
+            / occupied.len() as f64)
+            .sqrt()
+    };
+    let paper = estimate(&grid, &table, radius, EstimateMode::Table, 2);
+    let fitted = estimate(&grid, &table, radius, EstimateMode::Fitted, 2);
+    let (paper_rmse, fitted_rmse) = (rmse(&paper.expected), rmse(&fitted.expected));
+    assert!(paper.fit.is_none() && paper.measured_rmse.is_none());
+    let fit = fitted.fit.as_ref().unwrap();
+    assert!(fit.sample_cells >= 256, "{fit:?}");
+    assert!(
+        fitted_rmse < 0.5 * paper_rmse,
+        "fitted {fitted_rmse} vs table {paper_rmse}"
+    );
+    let measured = fitted.measured_rmse.unwrap();
+    assert!(
+        measured > 0.5 * fitted_rmse && measured < 2.0 * fitted_rmse,
+        "measured {measured} vs real {fitted_rmse}"
+    );
 }

@@ -176,6 +176,7 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 device_budget: v.budget,
                 threads: v.threads,
                 block: v.block,
+                estimate: Default::default(),
                 aux_neighbours: None,
             };
             let device = if v.gpu { gpu.clone() } else { None };
@@ -261,6 +262,7 @@ fn paper_size(table: &OverlapTable, gpu: Option<Arc<Gpu>>, cores: usize) -> Vec<
         device_budget: 1 << 30,
         threads: cores,
         block: BlockMode::Auto,
+        estimate: Default::default(),
         aux_neighbours: None,
     };
     let start = std::time::Instant::now();

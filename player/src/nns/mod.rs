@@ -21,6 +21,7 @@ pub mod cpu;
 pub mod generate;
 pub mod gpu;
 pub mod grid;
+pub mod model;
 pub mod output;
 pub mod tree;
 
@@ -29,13 +30,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use pellet_formats::assets::OverlapTable;
-use pellet_formats::estimate::{CellCounts, expected_neighbours};
 use thiserror::Error;
 
 use crate::gpu::Gpu;
 use cpu::Lists;
 use gpu::{BlockCost, BlockOutcome, GpuSearcher};
 use grid::CellGrid;
+pub use model::EstimateMode;
 use tree::{Block, Footprint, Workload};
 
 /// Why a search could not run.
@@ -72,9 +73,12 @@ pub struct NnsOptions {
     pub threads: usize,
     /// Block choice. Default auto.
     pub block: BlockMode,
+    /// How expected neighbours are estimated. Default: fitted.
+    pub estimate: EstimateMode,
     /// Safety margin per point, in neighbours, on top of the expected count
-    /// (the paper's `4.8 x RMSE`). Default: 4.8 x (1 + 10 % of the mean
-    /// expected count).
+    /// (the paper's `4.8 x RMSE`). Default: 4.8 x the RMSE measured on the
+    /// fitting sample (at least 1), or 4.8 x (1 + 10 % of the mean expected
+    /// count) when the error is not measured.
     pub aux_neighbours: Option<f64>,
 }
 
@@ -85,6 +89,7 @@ impl Default for NnsOptions {
             device_budget: 1 << 30,
             threads: std::thread::available_parallelism().map_or(1, usize::from),
             block: BlockMode::Auto,
+            estimate: EstimateMode::default(),
             aux_neighbours: None,
         }
     }
@@ -170,6 +175,14 @@ pub struct NnsReport {
     pub ratio: f64,
     /// Mean expected neighbours per point (the model).
     pub expected_mean: f64,
+    /// The estimate: `table` or `fitted`.
+    pub estimate: String,
+    /// The fitted weights, when the estimate was fitted.
+    pub fit: Option<pellet_formats::estimate::fit::FittedEstimate>,
+    /// RMSE of the estimate per cell mean on the fitting sample, neighbours.
+    pub measured_rmse: Option<f64>,
+    /// Safety margin used per inner point, neighbours.
+    pub aux_neighbours: f64,
     /// Where the search ran: `gpu` or `cpu`.
     pub backend: String,
     /// Device budget, bytes.
@@ -200,35 +213,6 @@ pub struct NnsReport {
     pub queries_per_s: f64,
     /// Every block.
     pub block_list: Vec<BlockReport>,
-}
-
-/// A table lookup at the grid's ratio; ratios outside the table are clamped
-/// (the estimate only sizes blocks; overflows are split and redone).
-fn expected_per_cell(grid: &CellGrid, table: &OverlapTable, radius: f32) -> (f64, Vec<f64>) {
-    let ratio = f64::from(radius) / grid.cell;
-    let first = table.ratios.first().copied().unwrap_or(1.0);
-    let last = table.ratios.last().copied().unwrap_or(1.0);
-    let clamped = ratio.clamp(f64::from(first), f64::from(last));
-    let counts = grid.counts();
-    let at = table.at(clamped);
-    let mut expected = match at {
-        Ok(at) => expected_neighbours(
-            &CellCounts {
-                dims: grid.dims,
-                counts: &counts,
-            },
-            &at,
-        ),
-        Err(_) => vec![0.0; counts.len()],
-    };
-    if clamped != ratio {
-        // Volume scaling from the clamped ratio.
-        let scale = (ratio / clamped).powi(3);
-        for e in &mut expected {
-            *e *= scale;
-        }
-    }
-    (ratio, expected)
 }
 
 /// Finds every point's neighbours within `options.radius`: on `gpu` in
@@ -269,8 +253,26 @@ pub fn search(
     let eps2 = f64::from(options.radius) * f64::from(options.radius);
 
     let started = Instant::now();
-    let (ratio, expected) = expected_per_cell(&grid, table, options.radius);
+    // Without a GPU nothing is sized: the cheap table model, for the report.
+    let estimate_mode = if gpu.is_some() {
+        options.estimate
+    } else {
+        EstimateMode::Table
+    };
+    let model::CellEstimate {
+        ratio,
+        expected,
+        fit,
+        measured_rmse,
+    } = model::estimate(&grid, table, options.radius, estimate_mode, threads);
     report.ratio = ratio;
+    report.estimate = match estimate_mode {
+        EstimateMode::Table => "table",
+        EstimateMode::Fitted => "fitted",
+    }
+    .into();
+    report.fit = fit;
+    report.measured_rmse = measured_rmse;
     let total_expected: f64 = grid
         .counts()
         .iter()
@@ -282,10 +284,12 @@ pub fn search(
     let max_binding = gpu.as_ref().map_or(u64::MAX, |g| {
         g.device.limits().max_storage_buffer_binding_size
     });
+    report.aux_neighbours = options.aux_neighbours.unwrap_or(match measured_rmse {
+        Some(rmse) => (4.8 * rmse).max(1.0),
+        None => 4.8 * (1.0 + 0.1 * report.expected_mean),
+    });
     let model = Footprint {
-        aux_neighbours: options
-            .aux_neighbours
-            .unwrap_or(4.8 * (1.0 + 0.1 * report.expected_mean)),
+        aux_neighbours: report.aux_neighbours,
         max_binding,
     };
     let blocks = match (&gpu, options.block) {

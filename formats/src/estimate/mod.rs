@@ -1,7 +1,10 @@
 //! The expected-neighbour model of Kim et al. (HPG 2014) over a baked
 //! [`OverlapTable`]: interpolation at any ratio, expansion of the
 //! symmetry-reduced offsets, expected neighbours per grid cell, and the memory
-//! footprint of a block of cells.
+//! footprint of a block of cells. [`fit`] refines it with a few per-cell
+//! features fitted on exactly counted cells.
+
+pub mod fit;
 
 use thiserror::Error;
 
@@ -158,6 +161,17 @@ pub struct CellCounts<'a> {
 /// cell: `sum_j n(Cj) E(Cq, Cj) / V(Cj)`, with the particle itself removed
 /// from its own cell's count. Cells outside the grid are empty.
 pub fn expected_neighbours(grid: &CellCounts<'_>, at: &OverlapAt) -> Vec<f64> {
+    expected_from_density(grid, |c| f64::from(grid.counts[c]), at)
+}
+
+/// [`expected_neighbours`] with the particle count of cell `c` replaced by
+/// `density(c)` (particles per cell, e.g. a smoothed count). Computed for
+/// the occupied cells of `grid` only; empty cells get 0.
+pub fn expected_from_density(
+    grid: &CellCounts<'_>,
+    density: impl Fn(usize) -> f64,
+    at: &OverlapAt,
+) -> Vec<f64> {
     let [nx, ny, nz] = grid.dims.map(|d| d as i64);
     let r = i64::from(at.reach);
     let mut out = vec![0.0; grid.counts.len()];
@@ -185,10 +199,9 @@ pub fn expected_neighbours(grid: &CellCounts<'_>, at: &OverlapAt) -> Vec<f64> {
                             if xx < 0 || xx >= nx {
                                 continue;
                             }
-                            let n = grid.counts[(xx + row) as usize];
-                            if n > 0 {
-                                sum += f64::from(n)
-                                    * at.values[at.index([dx as i32, dy as i32, dz as i32])];
+                            let n = density((xx + row) as usize);
+                            if n > 0.0 {
+                                sum += n * at.values[at.index([dx as i32, dy as i32, dz as i32])];
                             }
                         }
                     }
@@ -197,6 +210,98 @@ pub fn expected_neighbours(grid: &CellCounts<'_>, at: &OverlapAt) -> Vec<f64> {
             }
         }
     }
+    out
+}
+
+/// [`expected_from_density`] for several densities at once (one pass over
+/// the grid, on all cores): one output per density.
+pub fn expected_from_densities(
+    grid: &CellCounts<'_>,
+    densities: &[&[f64]],
+    at: &OverlapAt,
+) -> Vec<Vec<f64>> {
+    let [nx, ny, nz] = grid.dims.map(|d| d as i64);
+    let r = i64::from(at.reach);
+    let k = densities.len();
+    let slab = (nx * ny) as usize;
+    let mut out: Vec<Vec<f64>> = (0..k).map(|_| vec![0.0; grid.counts.len()]).collect();
+    if slab == 0 {
+        return out;
+    }
+    // Each thread fills whole z-slabs of every output.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 16);
+    let slabs_per = (nz as usize).div_ceil(threads).max(1);
+    let mut parts: Vec<Vec<&mut [f64]>> = Vec::new();
+    {
+        let mut rests: Vec<&mut [f64]> = out.iter_mut().map(|o| o.as_mut_slice()).collect();
+        while rests.first().is_some_and(|r| !r.is_empty()) {
+            let mut part = Vec::with_capacity(k);
+            for rest in &mut rests {
+                let take = (slabs_per * slab).min(rest.len());
+                let (head, tail) = std::mem::take(rest).split_at_mut(take);
+                *rest = tail;
+                part.push(head);
+            }
+            parts.push(part);
+        }
+    }
+    let self_overlap = at.value([0, 0, 0]);
+    std::thread::scope(|scope| {
+        for (i, mut part) in parts.into_iter().enumerate() {
+            let z0 = (i * slabs_per) as i64;
+            scope.spawn(move || {
+                let mut sums = vec![0.0; k];
+                let z1 = (z0 + slabs_per as i64).min(nz);
+                for z in z0..z1 {
+                    for y in 0..ny {
+                        for x in 0..nx {
+                            let q = (x + nx * (y + ny * z)) as usize;
+                            if grid.counts[q] == 0 {
+                                continue;
+                            }
+                            sums.fill(-self_overlap); // the particle itself
+                            for dz in -r..=r {
+                                let zz = z + dz;
+                                if zz < 0 || zz >= nz {
+                                    continue;
+                                }
+                                for dy in -r..=r {
+                                    let yy = y + dy;
+                                    if yy < 0 || yy >= ny {
+                                        continue;
+                                    }
+                                    let row = nx * (yy + ny * zz);
+                                    for dx in -r..=r {
+                                        let xx = x + dx;
+                                        if xx < 0 || xx >= nx {
+                                            continue;
+                                        }
+                                        let j = (xx + row) as usize;
+                                        if grid.counts[j] == 0
+                                            && densities.iter().all(|d| d[j] == 0.0)
+                                        {
+                                            continue;
+                                        }
+                                        let e =
+                                            at.values[at.index([dx as i32, dy as i32, dz as i32])];
+                                        for (s, d) in sums.iter_mut().zip(densities) {
+                                            *s += d[j] * e;
+                                        }
+                                    }
+                                }
+                            }
+                            let local = q - (z0 as usize) * slab;
+                            for (o, s) in part.iter_mut().zip(&sums) {
+                                o[local] = s.max(0.0);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
     out
 }
 
