@@ -168,6 +168,13 @@ enum Command {
         /// Dense cells, hashed cells, or chosen by size.
         #[arg(long, value_enum, default_value_t = GridArg::Auto)]
         grid: GridArg,
+        /// Device memory the GPU may use, e.g. 1GiB or 64MiB. A scene whose
+        /// state needs more is stepped block by block: the state stays on
+        /// the host and each step's forces run on the GPU one block of cells
+        /// at a time (docs/nns.md). Default: in core, or block by block
+        /// when the scene exceeds the device's buffers.
+        #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+        device_budget: Option<u64>,
         #[command(flatten)]
         frames: FrameArgs,
         /// Where meshes of `[[bodies]]` are baked and kept (default
@@ -426,6 +433,7 @@ fn play(cli: Cli) -> anyhow::Result<()> {
             save_every: None,
             save_dir: None,
             grid: GridArg::Auto,
+            device_budget: None,
             frames: cli.frames,
             cache_dir: cli.cache_dir,
             json: false,
@@ -668,6 +676,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             save_every,
             save_dir,
             grid,
+            device_budget,
             frames,
             cache_dir,
             json,
@@ -695,6 +704,7 @@ fn run(command: Command) -> anyhow::Result<()> {
                 },
                 cache_dir,
                 frames: frames.options(),
+                device_budget,
             };
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
@@ -738,6 +748,27 @@ fn run(command: Command) -> anyhow::Result<()> {
                     l.max_cell_occupancy,
                     l.slot_overflows
                 )?;
+                if let Some(b) = &summary.blocks {
+                    let budget = if b.budget == u64::MAX {
+                        "the device's buffer limits".to_string()
+                    } else {
+                        format!("budget {:.1} MiB", b.budget as f64 / 1048576.0)
+                    };
+                    let per_step = b.evaluations.max(1) as f64;
+                    writeln!(
+                        out,
+                        "blocks       {} per force evaluation, {:.1} MiB on the device for {:.1} MiB in core ({budget}); {:.1} % halo, {:.1} MB up and {:.1} MB down per evaluation; {:.2} s on blocks, {:.2} s on the host",
+                        b.blocks,
+                        b.device_bytes as f64 / 1048576.0,
+                        b.in_core_bytes as f64 / 1048576.0,
+                        100.0 * b.halo_particles as f64
+                            / (per_step * summary.particles.max(1) as f64),
+                        b.bytes_up as f64 / 1e6 / per_step,
+                        b.bytes_down as f64 / 1e6 / per_step,
+                        b.device_s,
+                        b.host_s
+                    )?;
+                }
                 for p in &summary.saved {
                     writeln!(out, "saved        {}", p.display())?;
                 }

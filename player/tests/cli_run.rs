@@ -180,3 +180,78 @@ fn plays_a_baked_folder_and_refuses_a_tampered_one() {
     assert!(err.contains("content hash"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// `--device-budget` below what the scene needs: the run steps block by
+/// block, reports it, and ends where the in-core run ends (to rounding).
+#[test]
+fn a_scene_over_the_device_budget_runs_block_by_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |budget: Option<&str>, save: &Path| {
+        let mut args = vec![
+            "run",
+            &scene("ballpit.toml"),
+            "--headless",
+            "--steps",
+            "60",
+            "--save",
+            save.to_str().unwrap(),
+            "--json",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        if let Some(b) = budget {
+            args.extend(["--device-budget".to_string(), b.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = player(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (a, b) = (
+        dir.path().join("blocks.pellet"),
+        dir.path().join("core.pellet"),
+    );
+    let blocks = run(Some("1MiB"), &a);
+    let core = run(None, &b);
+    assert!(core["blocks"].is_null(), "{core}");
+    let stats = &blocks["blocks"];
+    assert!(stats["blocks"].as_u64().unwrap() > 1, "{blocks}");
+    assert!(
+        stats["device_bytes"].as_u64().unwrap() <= 1 << 20,
+        "{blocks}"
+    );
+    assert!(
+        stats["in_core_bytes"].as_u64().unwrap() > 1 << 20,
+        "{blocks}"
+    );
+    assert!(blocks["backend"].as_str().unwrap().contains("blocks"));
+    let limits = pellet_formats::DecodeLimits::default();
+    let (sa, sb): (SimState, SimState) = (
+        read_asset(&a, &limits).unwrap(),
+        read_asset(&b, &limits).unwrap(),
+    );
+    for (p, q) in sa.positions.iter().zip(sb.positions.iter()) {
+        for k in 0..3 {
+            assert!((p[k] - q[k]).abs() < 1e-5, "{p:?} vs {q:?}");
+        }
+    }
+    // A budget that cannot hold one slab: one line, no panic.
+    let out = player(&[
+        "run",
+        &scene("ballpit.toml"),
+        "--headless",
+        "--steps",
+        "5",
+        "--device-budget",
+        "200KiB",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--device-budget"), "{err}");
+}

@@ -9,7 +9,21 @@ pub fn read_buffer(
     queue: &wgpu::Queue,
     source: &wgpu::Buffer,
 ) -> Result<Vec<u8>, GpuError> {
-    let size = source.size();
+    read_buffer_range(device, queue, source, 0, source.size())
+}
+
+/// Copies `size` bytes of `source` from byte `offset` (both multiples of 4)
+/// into a fresh staging buffer and returns them. Blocks until the GPU is done.
+pub fn read_buffer_range(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    source: &wgpu::Buffer,
+    offset: u64,
+    size: u64,
+) -> Result<Vec<u8>, GpuError> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
     let staging = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("readback/staging"),
         size,
@@ -19,7 +33,7 @@ pub fn read_buffer(
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("readback/copy"),
     });
-    encoder.copy_buffer_to_buffer(source, 0, &staging, 0, size);
+    encoder.copy_buffer_to_buffer(source, offset, &staging, 0, size);
     queue.submit([encoder.finish()]);
     let slice = staging.slice(..);
     let (tx, rx) = std::sync::mpsc::channel();

@@ -9,6 +9,7 @@ use serde::Serialize;
 use pellet_formats::assets::SimState;
 use pellet_gpu::Gpu;
 
+use super::blocks::{BlockSim, BlockStats};
 use super::body::BodyGpu;
 use super::cpu::{CpuSim, kinetic_energy};
 use super::gpu::GpuSim;
@@ -21,6 +22,9 @@ pub enum Engine {
     Gpu(Box<GpuSim>),
     /// The CPU twin on rayon threads.
     Cpu(Box<CpuSim>),
+    /// State on the host, forces on the GPU block by block (scenes larger
+    /// than the device budget).
+    Blocks(Box<BlockSim>),
 }
 
 /// One line of `--stats`.
@@ -84,6 +88,22 @@ impl Simulation {
         Self::with(Engine::Cpu(Box::new(sim)), setup)
     }
 
+    /// Starts `setup` stepped block by block, the device holding at most
+    /// `budget` bytes (`super::blocks`).
+    pub fn blocks(gpu: Arc<Gpu>, setup: &SimSetup, budget: u64) -> Result<Self, SimError> {
+        let mut sim = BlockSim::new(gpu, setup, budget)?;
+        sim.prime()?;
+        Ok(Self::with(Engine::Blocks(Box::new(sim)), setup))
+    }
+
+    /// What block-wise stepping did, when it is on.
+    pub fn block_stats(&self) -> Option<&BlockStats> {
+        match &self.engine {
+            Engine::Blocks(b) => Some(&b.stats),
+            _ => None,
+        }
+    }
+
     fn with(engine: Engine, setup: &SimSetup) -> Self {
         Self {
             engine,
@@ -99,7 +119,7 @@ impl Simulation {
     pub fn gpu_sim(&self) -> Option<&GpuSim> {
         match &self.engine {
             Engine::Gpu(g) => Some(g),
-            Engine::Cpu(_) => None,
+            Engine::Cpu(_) | Engine::Blocks(_) => None,
         }
     }
 
@@ -118,6 +138,12 @@ impl Simulation {
         match &self.engine {
             Engine::Gpu(g) => format!("gpu ({})", g.gpu().report.name),
             Engine::Cpu(_) => format!("cpu ({} threads)", rayon::current_num_threads()),
+            Engine::Blocks(b) => format!(
+                "gpu blocks ({} threads + {}; at most {} particles per block)",
+                rayon::current_num_threads(),
+                b.device_name(),
+                b.stats.capacity
+            ),
         }
     }
 
@@ -147,6 +173,7 @@ impl Simulation {
         match &mut self.engine {
             Engine::Gpu(g) => g.advance(steps),
             Engine::Cpu(c) => c.advance(steps),
+            Engine::Blocks(b) => b.advance(steps)?,
         }
         self.steps += u64::from(steps);
         let counters = self.counters()?;
@@ -166,6 +193,9 @@ impl Simulation {
             Engine::Cpu(c) => Ok(std::array::from_fn(|k| {
                 c.counters[k].load(std::sync::atomic::Ordering::Relaxed)
             })),
+            Engine::Blocks(b) => Ok(std::array::from_fn(|k| {
+                b.host.counters[k].load(std::sync::atomic::Ordering::Relaxed)
+            })),
         }
     }
 
@@ -174,6 +204,7 @@ impl Simulation {
         let (kinetic_energy, max_speed) = match &self.engine {
             Engine::Gpu(g) => g.kinetic_energy()?,
             Engine::Cpu(c) => kinetic_energy(&c.state),
+            Engine::Blocks(b) => kinetic_energy(&b.host.state),
         };
         let counters = self.counters()?;
         let now = Instant::now();
@@ -203,6 +234,7 @@ impl Simulation {
         match &self.engine {
             Engine::Gpu(g) => g.download(),
             Engine::Cpu(c) => Ok(c.state.clone()),
+            Engine::Blocks(b) => Ok(b.host.state.clone()),
         }
     }
 
@@ -211,6 +243,7 @@ impl Simulation {
         match &self.engine {
             Engine::Gpu(g) => g.download_bodies(),
             Engine::Cpu(c) => Ok(c.bodies.clone()),
+            Engine::Blocks(b) => Ok(b.host.bodies.clone()),
         }
     }
 

@@ -89,6 +89,38 @@ struct ScanLevel {
 }
 
 /// The GPU simulation's buffers and kernels.
+/// A block's particles in cell order, for [`GpuSim::upload_block`].
+#[derive(Debug, Clone, Copy)]
+pub struct BlockInput<'a> {
+    /// Positions and radii.
+    pub pos: &'a [[f32; 4]],
+    /// Velocities and inverse masses.
+    pub vel: &'a [[f32; 4]],
+    /// Angular velocities and inverse moments.
+    pub angvel: &'a [[f32; 4]],
+    /// Ids, materials, bodies.
+    pub meta: &'a [[u32; 4]],
+    /// Body offsets.
+    pub local: &'a [[f32; 4]],
+    /// Used history slots per particle (in this order).
+    pub hist_count: &'a [u32],
+    /// History, `slots` entries per particle.
+    pub hist: &'a [[f32; 4]],
+}
+
+/// What [`GpuSim::download_forces`] reads back.
+#[derive(Debug, Clone, Default)]
+pub struct BlockOutput {
+    /// Total force per particle, N.
+    pub force: Vec<[f32; 4]>,
+    /// Torque per particle, N m.
+    pub torque: Vec<[f32; 4]>,
+    /// New used history slots.
+    pub hist_count: Vec<u32>,
+    /// New history, `slots` per particle.
+    pub hist: Vec<[f32; 4]>,
+}
+
 pub struct GpuSim {
     gpu: Arc<Gpu>,
     /// Constant parameters.
@@ -104,6 +136,8 @@ pub struct GpuSim {
     tick_group: wgpu::BindGroup,
     _scan_buffers: Vec<wgpu::Buffer>,
     step: u32,
+    /// `compute_forces` evaluates particles `first..end` (all by default).
+    force_range: (u32, u32),
 }
 
 impl std::fmt::Debug for GpuSim {
@@ -341,7 +375,7 @@ impl GpuSim {
         let dt = params.dt;
         let modes = [(dt, 1u32), (0.5 * dt, 0), (0.0, 1)];
         let mode_buffers = modes.map(|(dt_hist, commit)| {
-            let words = [dt_hist.to_bits(), commit, 0, 0];
+            let words = [dt_hist.to_bits(), commit, 0, u32::MAX];
             init("sim/mode", bytemuck::cast_slice(&words), uniform)
         });
 
@@ -489,6 +523,7 @@ impl GpuSim {
             tick_group,
             _scan_buffers: scan_buffers,
             step: 0,
+            force_range: (0, u32::MAX),
         })
     }
 
@@ -798,7 +833,12 @@ impl GpuSim {
             q.write_buffer(
                 buffer,
                 0,
-                bytemuck::cast_slice(&[dt_hist.to_bits(), commit, 0, 0]),
+                bytemuck::cast_slice(&[
+                    dt_hist.to_bits(),
+                    commit,
+                    self.force_range.0,
+                    self.force_range.1,
+                ]),
             );
         }
         self.params = *params;
@@ -817,6 +857,102 @@ impl GpuSim {
         let mut enc = self.encoder();
         enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(12));
         self.submit(enc);
+    }
+
+    // ---- block-wise stepping (`super::blocks`) -------------------------------
+
+    /// Particles the kernels work on: at most the count this simulation was
+    /// built for (a block's particles and halo).
+    pub fn set_particle_count(&mut self, n: u32) {
+        assert!(
+            u64::from(n) * 16 <= self.buffers[&B_POS].size(),
+            "{n} particles exceed the buffers"
+        );
+        self.params.n = n;
+        self.gpu.queue.write_buffer(
+            &self.buffers[&B_PARAMS],
+            0,
+            bytemuck::bytes_of(&self.params),
+        );
+    }
+
+    /// `compute_forces` evaluates only particles `first..end` (their
+    /// neighbours may lie outside: a block's halo).
+    pub fn set_force_range(&mut self, first: u32, end: u32) {
+        self.force_range = (first, end);
+        let dt = self.params.dt;
+        for (buffer, (dt_hist, commit)) in
+            self.mode_buffers
+                .iter()
+                .zip([(dt, 1u32), (0.5 * dt, 0), (0.0, 1)])
+        {
+            self.gpu.queue.write_buffer(
+                buffer,
+                0,
+                bytemuck::cast_slice(&[dt_hist.to_bits(), commit, first, end]),
+            );
+        }
+    }
+
+    /// Uploads a block in cell order: positions, velocities, angular
+    /// velocities, ids, body offsets, and the contact history the forces
+    /// start from (`hist_count`, `slots` entries per particle in `hist`).
+    pub fn upload_block(&mut self, block: &BlockInput<'_>) {
+        let q = &self.gpu.queue;
+        let b = &self.buffers;
+        q.write_buffer(&b[&B_POS], 0, bytemuck::cast_slice(block.pos));
+        q.write_buffer(&b[&B_VEL], 0, bytemuck::cast_slice(block.vel));
+        q.write_buffer(&b[&B_ANGVEL], 0, bytemuck::cast_slice(block.angvel));
+        q.write_buffer(&b[&B_META], 0, bytemuck::cast_slice(block.meta));
+        q.write_buffer(&b[&B_LOCAL], 0, bytemuck::cast_slice(block.local));
+        q.write_buffer(&b[&B_HIST_COUNT], 0, bytemuck::cast_slice(block.hist_count));
+        q.write_buffer(&b[&B_HIST], 0, bytemuck::cast_slice(block.hist));
+    }
+
+    /// Sorts the uploaded block and evaluates the forces of its range, in
+    /// one submission.
+    pub fn sort_and_forces(&mut self, kind: ForceKind) {
+        let mut enc = self.encoder();
+        self.encode_sort(&mut enc, false);
+        self.encode_pass(&mut enc, "forces", |s, p| s.encode_forces(p, kind));
+        self.submit(enc);
+    }
+
+    /// Forces, torques, contact counts and history of particles
+    /// `first..end` (the force range), read back.
+    pub fn download_forces(&self, first: u32, end: u32) -> Result<BlockOutput, SimError> {
+        let (a, n) = (first as u64, u64::from(end - first));
+        let slots = u64::from(self.params.slots);
+        let read = |binding: u32, stride: u64| -> Result<Vec<u8>, SimError> {
+            Ok(pellet_gpu::readback::read_buffer_range(
+                &self.gpu.device,
+                &self.gpu.queue,
+                &self.buffers[&binding],
+                a * stride,
+                n * stride,
+            )?)
+        };
+        Ok(BlockOutput {
+            force: bytemuck::pod_collect_to_vec(&read(B_FORCE, 16)?),
+            torque: bytemuck::pod_collect_to_vec(&read(B_TORQUE, 16)?),
+            hist_count: bytemuck::pod_collect_to_vec(&read(B_HIST_COUNT, 4)?),
+            hist: bytemuck::pod_collect_to_vec(&read(B_HIST, 16 * slots)?),
+        })
+    }
+
+    /// Bytes of every buffer this simulation allocated.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.buffers.values().map(wgpu::Buffer::size).sum::<u64>()
+            + self
+                .mode_buffers
+                .iter()
+                .map(wgpu::Buffer::size)
+                .sum::<u64>()
+            + self
+                ._scan_buffers
+                .iter()
+                .map(wgpu::Buffer::size)
+                .sum::<u64>()
     }
 
     // ---- readback -----------------------------------------------------------

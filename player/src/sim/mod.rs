@@ -30,6 +30,7 @@ use pellet_formats::assets::{BodyState, FREE_PARTICLE, SimState};
 use pellet_formats::blob::PodVec;
 use thiserror::Error;
 
+pub mod blocks;
 pub mod bodies;
 pub mod body;
 pub mod contact;

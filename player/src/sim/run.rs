@@ -47,6 +47,10 @@ pub struct RunOptions {
     pub cache_dir: Option<PathBuf>,
     /// Headless frames to render (PNG), if any.
     pub frames: Option<FrameOptions>,
+    /// Device memory the GPU backend may use, bytes: a scene that needs more
+    /// is stepped block by block (`super::blocks`). `None`: in core, or block
+    /// by block when the scene exceeds the device's buffer limits.
+    pub device_budget: Option<u64>,
 }
 
 /// `--frames N --out DIR [--size WxH] [--every K]`.
@@ -79,6 +83,7 @@ impl Default for RunOptions {
             grid: GridMode::Auto,
             cache_dir: None,
             frames: None,
+            device_budget: None,
         }
     }
 }
@@ -108,6 +113,8 @@ pub struct RunSummary {
     pub saved: Vec<PathBuf>,
     /// Headless frames written.
     pub frames: u64,
+    /// Block-wise stepping, when the scene did not fit the device.
+    pub blocks: Option<super::blocks::BlockStats>,
 }
 
 /// Speed coloured fully red by `--colour speed`, m/s.
@@ -172,11 +179,42 @@ pub fn load_baked_folder(dir: &Path, grid: GridMode) -> Result<SimSetup, SimErro
     SimSetup::from_scene_with_bodies(&baked.scene, dir, SimOptions { grid }, &mut bodies)
 }
 
-/// Starts a simulation of `setup` on `backend`.
+/// Starts a simulation of `setup` on `backend`, in core.
 pub fn start(setup: &SimSetup, backend: Backend) -> Result<Simulation, SimError> {
-    match backend {
-        Backend::Gpu(choice) => Simulation::gpu(Arc::new(Gpu::new(choice)?), setup),
-        Backend::Cpu => Ok(Simulation::cpu(setup)),
+    start_within(setup, backend, None)
+}
+
+/// Starts a simulation of `setup` on `backend`. On the GPU, a scene whose
+/// state needs more than `budget` bytes (or, without a budget, more than the
+/// device's buffers hold) is stepped block by block.
+pub fn start_within(
+    setup: &SimSetup,
+    backend: Backend,
+    budget: Option<u64>,
+) -> Result<Simulation, SimError> {
+    let choice = match backend {
+        Backend::Gpu(choice) => choice,
+        Backend::Cpu => return Ok(Simulation::cpu(setup)),
+    };
+    let gpu = Arc::new(Gpu::new(choice)?);
+    let needed = super::blocks::in_core_bytes(setup);
+    match budget {
+        Some(budget) if needed > budget => {
+            tracing::info!(
+                "the state needs {:.1} MiB on the device, over the {:.1} MiB budget: stepping block by block",
+                needed as f64 / 1048576.0,
+                budget as f64 / 1048576.0
+            );
+            Simulation::blocks(gpu, setup, budget)
+        }
+        Some(_) => Simulation::gpu(gpu, setup),
+        None => match Simulation::gpu(gpu.clone(), setup) {
+            Err(SimError::TooLarge(why)) if !setup.grid.hashed => {
+                tracing::info!("{why}: stepping block by block");
+                Simulation::blocks(gpu, setup, u64::MAX)
+            }
+            other => other,
+        },
     }
 }
 
@@ -227,12 +265,17 @@ pub fn run_headless(
         )),
         None => None,
     };
-    let mut sim = start(&setup, options.backend)?;
+    let mut sim = start_within(&setup, options.backend, options.device_budget)?;
     let renderer = match &options.frames {
         Some(f) => {
             let Some(gs) = sim.gpu_sim() else {
                 return Err(SimError::Invalid(
-                    "--frames renders from the GPU's buffers: use --backend gpu".into(),
+                    if sim.block_stats().is_some() {
+                        "--frames renders from the GPU's buffers, which hold one block at a time here: save states (--save-every) and render those"
+                    } else {
+                        "--frames renders from the GPU's buffers: use --backend gpu"
+                    }
+                    .into(),
                 ));
             };
             std::fs::create_dir_all(&f.out).map_err(|e| write_err(&f.out, e))?;
@@ -328,5 +371,6 @@ pub fn run_headless(
         },
         last,
         saved,
+        blocks: sim.block_stats().cloned(),
     })
 }

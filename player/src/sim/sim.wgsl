@@ -42,12 +42,14 @@ struct Body {
     range: vec4<u32>,
 }
 
-// How compute_forces treats history: extension time and whether to keep it.
+// How compute_forces treats history (extension time, whether to keep it),
+// and which particles it evaluates: first <= i < end (all of them in core;
+// a block's own particles, not its halo, when stepping block by block).
 struct Mode {
     dt_hist: f32,
     commit: u32,
-    pad0: u32,
-    pad1: u32,
+    first: u32,
+    end: u32,
 }
 
 // Length of the array one scan level works on.
@@ -260,7 +262,11 @@ fn reorder_particles(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     angvel_out[k] = angvel[src];
     pinfo_out[k] = pinfo[src];
     local_out[k] = local[src];
-    inv_index[pinfo[src].x] = k;
+    // A block holds some of the particles; ids beyond its table are not its.
+    let id = pinfo[src].x;
+    if (id < arrayLength(&inv_index)) {
+        inv_index[id] = k;
+    }
 }
 
 @compute @workgroup_size(256)
@@ -423,7 +429,7 @@ fn interact_wall(i: u32, w: u32, pi: vec4<f32>, vi: vec4<f32>, wi: vec4<f32>, ma
 @compute @workgroup_size(256)
 fn compute_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i >= params.n) {
+    if (i >= params.n || i < mode.first || i >= mode.end) {
         return;
     }
     let pi = pos[i];
