@@ -45,13 +45,26 @@ fn pellet(
     steps: u32,
     samples: usize,
 ) -> anyhow::Result<(Timing, u64)> {
+    pellet_within(scene, gpu, None, warm, steps, samples)
+}
+
+/// [`pellet`] with the GPU stepping block by block within `budget` bytes.
+fn pellet_within(
+    scene: &Path,
+    gpu: Option<&Arc<Gpu>>,
+    budget: Option<u64>,
+    warm: u32,
+    steps: u32,
+    samples: usize,
+) -> anyhow::Result<(Timing, u64)> {
     let setup = load_setup(scene, GridMode::Auto)?;
     let mut overflows = 0;
     let mut runs = Vec::new();
     for _ in 0..samples {
-        let mut sim = match gpu {
-            Some(g) => Simulation::gpu(g.clone(), &setup)?,
-            None => Simulation::cpu(&setup),
+        let mut sim = match (gpu, budget) {
+            (Some(g), Some(b)) => Simulation::blocks(g.clone(), &setup, b)?,
+            (Some(g), None) => Simulation::gpu(g.clone(), &setup)?,
+            (None, _) => Simulation::cpu(&setup),
         };
         sim.advance(warm)?;
         sim.stats()?;
@@ -214,6 +227,40 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                     peer_timing: peer,
                     notes,
                 });
+            }
+        }
+    }
+    // Block-wise stepping (the state on the host, forces on the GPU one
+    // block at a time) against the same GPU in core, on the smaller pack,
+    // with a quarter of the in-core footprint as the budget.
+    if let (Some(g), Some(&(n, warm, _, steps, slots))) = (&gpu, cases.first()) {
+        let scene = dir.join(format!("pack{n}.toml"));
+        let particles = u64::from(n).pow(3);
+        if let Ok(setup) = load_setup(&scene, GridMode::Auto) {
+            let in_core = pellet_player::sim::blocks::in_core_bytes(&setup);
+            let budget = in_core / 4;
+            eprintln!("bench: sim GPU blocks, {particles} particles");
+            let core = pellet(&scene, Some(g), warm, steps, samples);
+            let blocks = pellet_within(&scene, Some(g), Some(budget), warm, steps, samples);
+            match (blocks, core) {
+                (Ok((timing, _)), Ok((peer, _))) => rows.push(Row {
+                    group: "particle simulation",
+                    name: "GPU blocks (1/4 of the in-core memory) vs GPU in core".into(),
+                    workload: format!(
+                        "{particles} spheres, simple-cubic touching pack, {warm} warm-up + {steps} steps, budget {:.1} of {:.1} MiB ({slots} slots)",
+                        budget as f64 / 1048576.0,
+                        in_core as f64 / 1048576.0
+                    ),
+                    notes: format!(
+                        "block-wise {:.2} M particle-steps/s, in core {:.2} M/s; host integrates and sorts, blocks upload positions and history and read forces back every step",
+                        particles as f64 * f64::from(steps) / timing.median_s / 1e6,
+                        particles as f64 * f64::from(steps) / peer.median_s / 1e6
+                    ),
+                    pellet: timing,
+                    peer: format!("Pellet GPU in core ({})", g.report.name),
+                    peer_timing: Some(peer),
+                }),
+                (Err(e), _) | (_, Err(e)) => eprintln!("bench: sim blocks failed: {e}"),
             }
         }
     }
