@@ -52,6 +52,34 @@ impl Block {
     }
 }
 
+/// Inclusive 3-D prefix sums of `value(cell)` over a grid of `dims` cells,
+/// with a zero layer in front on each axis: entry `(x, y, z)` of the
+/// `(nx + 1) x (ny + 1) x (nz + 1)` table sums cells `0..x, 0..y, 0..z`.
+fn prefix_sums<T>(dims: [u32; 3], value: impl Fn(usize) -> T) -> Vec<T>
+where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Sub<Output = T>,
+{
+    let [nx, ny, nz] = dims.map(|d| d as usize);
+    let (sx, sy) = (nx + 1, ny + 1);
+    let at = |x: usize, y: usize, z: usize| x + sx * (y + sy * z);
+    let mut table = vec![T::default(); sx * sy * (nz + 1)];
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                table[at(x + 1, y + 1, z + 1)] = value(x + nx * (y + ny * z))
+                    + table[at(x, y + 1, z + 1)]
+                    + table[at(x + 1, y, z + 1)]
+                    + table[at(x + 1, y + 1, z)]
+                    - table[at(x, y, z + 1)]
+                    - table[at(x, y + 1, z)]
+                    - table[at(x + 1, y, z)]
+                    + table[at(x, y, z)];
+            }
+        }
+    }
+    table
+}
+
 /// 3-D prefix sums of per-cell point counts and expected totals, for O(1)
 /// box sums.
 #[derive(Debug)]
@@ -64,40 +92,11 @@ pub struct Workload {
 impl Workload {
     /// `expected[c]`: expected neighbours of one point of cell `c`.
     pub fn new(grid: &CellGrid, expected: &[f64]) -> Self {
-        let [nx, ny, nz] = grid.dims.map(|d| d as usize);
-        let (sx, sy) = (nx + 1, ny + 1);
-        let mut counts = vec![0i64; sx * sy * (nz + 1)];
-        let mut totals = vec![0f64; counts.len()];
-        for z in 0..nz {
-            for y in 0..ny {
-                for x in 0..nx {
-                    let c = x + nx * (y + ny * z);
-                    let n = i64::from(grid.starts[c + 1] - grid.starts[c]);
-                    let at = |x: usize, y: usize, z: usize| x + sx * (y + sy * z);
-                    let i = at(x + 1, y + 1, z + 1);
-                    counts[i] = n
-                        + counts[at(x, y + 1, z + 1)]
-                        + counts[at(x + 1, y, z + 1)]
-                        + counts[at(x + 1, y + 1, z)]
-                        - counts[at(x, y, z + 1)]
-                        - counts[at(x, y + 1, z)]
-                        - counts[at(x + 1, y, z)]
-                        + counts[at(x, y, z)];
-                    totals[i] = n as f64 * expected[c]
-                        + totals[at(x, y + 1, z + 1)]
-                        + totals[at(x + 1, y, z + 1)]
-                        + totals[at(x + 1, y + 1, z)]
-                        - totals[at(x, y, z + 1)]
-                        - totals[at(x, y + 1, z)]
-                        - totals[at(x + 1, y, z)]
-                        + totals[at(x, y, z)];
-                }
-            }
-        }
+        let points = |c: usize| i64::from(grid.starts[c + 1] - grid.starts[c]);
         Self {
             dims: grid.dims,
-            counts,
-            expected: totals,
+            counts: prefix_sums(grid.dims, points),
+            expected: prefix_sums(grid.dims, |c| points(c) as f64 * expected[c]),
         }
     }
 
