@@ -520,16 +520,21 @@ fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     } else {
         writeln!(
             out,
-            "points       {} ({} neighbours, {:.2} per point; the {} model expected {:.2}{})",
+            "points       {} ({} neighbours, {:.2} per point{})",
             report.points,
             report.neighbours,
             report.neighbours as f64 / report.points as f64,
-            report.estimate,
-            report.expected_mean,
-            report
-                .measured_rmse
-                .map(|r| format!(", RMSE {r:.2} on the sample"))
-                .unwrap_or_default()
+            match report.expected_mean {
+                Some(mean) => format!(
+                    "; the {} model expected {mean:.2}{}",
+                    report.estimate,
+                    report
+                        .measured_rmse
+                        .map(|r| format!(", RMSE {r:.2} on the sample"))
+                        .unwrap_or_default()
+                ),
+                None => String::new(),
+            }
         )?;
         writeln!(
             out,

@@ -329,6 +329,7 @@ mod tests {
         let raw: Vec<f64> = counts.iter().map(|&n| f64::from(n)).collect();
         let half: Vec<f64> = raw.iter().map(|n| n / 2.0).collect();
         let fused = expected_from_densities(&grid, &[&raw, &half], &at);
+        assert_eq!(fused[0], expected_from_density(&grid, |c| raw[c], &at));
         assert_eq!(fused[0], crate::estimate::expected_neighbours(&grid, &at));
         assert_eq!(fused[1], expected_from_density(&grid, |c| half[c], &at));
     }

@@ -161,7 +161,10 @@ pub struct CellCounts<'a> {
 /// cell: `sum_j n(Cj) E(Cq, Cj) / V(Cj)`, with the particle itself removed
 /// from its own cell's count. Cells outside the grid are empty.
 pub fn expected_neighbours(grid: &CellCounts<'_>, at: &OverlapAt) -> Vec<f64> {
-    expected_from_density(grid, |c| f64::from(grid.counts[c]), at)
+    let counts: Vec<f64> = grid.counts.iter().map(|&n| f64::from(n)).collect();
+    expected_from_densities(grid, &[&counts], at)
+        .pop()
+        .unwrap_or_default()
 }
 
 /// [`expected_neighbours`] with the particle count of cell `c` replaced by
@@ -248,6 +251,8 @@ pub fn expected_from_densities(
         }
     }
     let self_overlap = at.value([0, 0, 0]);
+    let side = 2 * r + 1;
+    let values = &at.values;
     std::thread::scope(|scope| {
         for (i, mut part) in parts.into_iter().enumerate() {
             let z0 = (i * slabs_per) as i64;
@@ -262,6 +267,7 @@ pub fn expected_from_densities(
                                 continue;
                             }
                             sums.fill(-self_overlap); // the particle itself
+                            let (x0, x1) = ((x - r).max(0), (x + r).min(nx - 1));
                             for dz in -r..=r {
                                 let zz = z + dz;
                                 if zz < 0 || zz >= nz {
@@ -272,22 +278,16 @@ pub fn expected_from_densities(
                                     if yy < 0 || yy >= ny {
                                         continue;
                                     }
-                                    let row = nx * (yy + ny * zz);
-                                    for dx in -r..=r {
-                                        let xx = x + dx;
-                                        if xx < 0 || xx >= nx {
-                                            continue;
-                                        }
-                                        let j = (xx + row) as usize;
-                                        if grid.counts[j] == 0
-                                            && densities.iter().all(|d| d[j] == 0.0)
-                                        {
-                                            continue;
-                                        }
-                                        let e =
-                                            at.values[at.index([dx as i32, dy as i32, dz as i32])];
-                                        for (s, d) in sums.iter_mut().zip(densities) {
-                                            *s += d[j] * e;
+                                    // Cells x0..=x1 of this row, and their table entries.
+                                    let row = (nx * (yy + ny * zz)) as usize;
+                                    let first =
+                                        (((dz + r) * side + dy + r) * side + x0 - x + r) as usize;
+                                    let cells = row + x0 as usize..=row + x1 as usize;
+                                    let e = &values[first..=first + (x1 - x0) as usize];
+                                    for (s, d) in sums.iter_mut().zip(densities) {
+                                        // x + 0.0 == x: empty cells need no test.
+                                        for (n, e) in d[cells.clone()].iter().zip(e) {
+                                            *s += n * e;
                                         }
                                     }
                                 }

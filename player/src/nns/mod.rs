@@ -173,9 +173,10 @@ pub struct NnsReport {
     pub cell: f64,
     /// `eps / cell`, the table ratio used.
     pub ratio: f64,
-    /// Mean expected neighbours per point (the model).
-    pub expected_mean: f64,
-    /// The estimate: `table` or `fitted`.
+    /// Mean expected neighbours per point (the model; `None` without a GPU,
+    /// where nothing is planned).
+    pub expected_mean: Option<f64>,
+    /// The estimate: `table`, `fitted`, or `none` (CPU threads only).
     pub estimate: String,
     /// The fitted weights, when the estimate was fitted.
     pub fit: Option<pellet_formats::estimate::fit::FittedEstimate>,
@@ -253,55 +254,57 @@ pub fn search(
     let eps2 = f64::from(options.radius) * f64::from(options.radius);
 
     let started = Instant::now();
-    // Without a GPU nothing is sized: the cheap table model, for the report.
-    let estimate_mode = if gpu.is_some() {
-        options.estimate
-    } else {
-        EstimateMode::Table
-    };
-    let model::CellEstimate {
-        ratio,
-        expected,
-        fit,
-        measured_rmse,
-    } = model::estimate(&grid, table, options.radius, estimate_mode, threads);
-    report.ratio = ratio;
-    report.estimate = match estimate_mode {
-        EstimateMode::Table => "table",
-        EstimateMode::Fitted => "fitted",
-    }
-    .into();
-    report.fit = fit;
-    report.measured_rmse = measured_rmse;
-    let total_expected: f64 = grid
-        .counts()
-        .iter()
-        .zip(&expected)
-        .map(|(&n, e)| f64::from(n) * e)
-        .sum();
-    report.expected_mean = total_expected / points.len().max(1) as f64;
-    let work = Workload::new(&grid, &expected);
-    let max_binding = gpu.as_ref().map_or(u64::MAX, |g| {
-        g.device.limits().max_storage_buffer_binding_size
-    });
-    report.aux_neighbours = options.aux_neighbours.unwrap_or(match measured_rmse {
-        Some(rmse) => (4.8 * rmse).max(1.0),
-        None => 4.8 * (1.0 + 0.1 * report.expected_mean),
-    });
-    let model = Footprint {
-        aux_neighbours: report.aux_neighbours,
-        max_binding,
-    };
-    let blocks = match (&gpu, options.block) {
-        (None, _) => Vec::new(),
-        // Two blocks are resident at once (double buffering): each gets half.
-        (Some(_), BlockMode::Auto) => {
-            tree::plan_auto(&work, grid.dims, &model, options.device_budget / 2)?
+    // Blocks are planned only for the GPU: CPU threads search every cell.
+    let (work, model, blocks) = match &gpu {
+        None => {
+            report.estimate = "none".into();
+            (None, None, Vec::new())
         }
-        (Some(_), BlockMode::Fixed(side)) => {
-            tree::plan_fixed(&work, grid.dims, &model, options.device_budget / 2, side)?
+        Some(gpu) => {
+            let model::CellEstimate {
+                ratio,
+                expected,
+                fit,
+                measured_rmse,
+            } = model::estimate(&grid, table, options.radius, options.estimate, threads);
+            report.ratio = ratio;
+            report.estimate = match options.estimate {
+                EstimateMode::Table => "table",
+                EstimateMode::Fitted => "fitted",
+            }
+            .into();
+            report.fit = fit;
+            report.measured_rmse = measured_rmse;
+            let total_expected: f64 = grid
+                .counts()
+                .iter()
+                .zip(&expected)
+                .map(|(&n, e)| f64::from(n) * e)
+                .sum();
+            let mean = total_expected / points.len().max(1) as f64;
+            report.expected_mean = Some(mean);
+            let work = Workload::new(&grid, &expected);
+            report.aux_neighbours = options.aux_neighbours.unwrap_or(match measured_rmse {
+                Some(rmse) => (4.8 * rmse).max(1.0),
+                None => 4.8 * (1.0 + 0.1 * mean),
+            });
+            let model = Footprint {
+                aux_neighbours: report.aux_neighbours,
+                max_binding: gpu.device.limits().max_storage_buffer_binding_size,
+            };
+            // Two blocks are resident at once (double buffering): each gets half.
+            let blocks = match options.block {
+                BlockMode::Auto => {
+                    tree::plan_auto(&work, grid.dims, &model, options.device_budget / 2)?
+                }
+                BlockMode::Fixed(side) => {
+                    tree::plan_fixed(&work, grid.dims, &model, options.device_budget / 2, side)?
+                }
+            };
+            (Some(work), Some(model), blocks)
         }
     };
+    report.ratio = f64::from(options.radius) / grid.cell;
     report.phases.plan_s = started.elapsed().as_secs_f64();
 
     // The CPU's cells: everything without a GPU, else each block's outer
@@ -334,7 +337,7 @@ pub fn search(
             .collect();
         let mut gpu_out = Vec::new();
         let mut extra_cpu = Vec::new();
-        if let Some(gpu) = &gpu {
+        if let (Some(gpu), Some(work), Some(model)) = (&gpu, &work, &model) {
             let searcher = GpuSearcher::new(gpu.clone())?;
             let gpu_start = Instant::now();
             let mut pending: Vec<Block> = blocks.iter().rev().copied().collect();
@@ -366,7 +369,7 @@ pub fn search(
                             b.lo,
                             b.hi
                         );
-                        match tree::split(&b, &work, grid.dims, &model) {
+                        match tree::split(&b, work, grid.dims, model) {
                             Some((a, c)) => {
                                 // The new faces between the halves are CPU work.
                                 let mut cells = Vec::new();
@@ -478,16 +481,38 @@ impl CellQueue {
 
 /// CSR in input order from lists in any order; every point must appear once.
 fn assemble(n: usize, parts: impl Iterator<Item = Lists>) -> Result<Neighbours, NnsError> {
+    use rayon::prelude::*;
     let parts: Vec<Lists> = parts.collect();
+    // Threads own contiguous ranges of points (and so of the output); each
+    // scans every part and takes the lists of its own points.
+    let threads = rayon::current_num_threads().max(1);
+    let chunk = n.div_ceil(threads).max(1);
     let mut counts = vec![u32::MAX; n];
-    for p in &parts {
-        for (&id, &c) in p.ids.iter().zip(&p.counts) {
-            counts[id as usize] = c;
-        }
-    }
+    counts
+        .par_chunks_mut(chunk)
+        .enumerate()
+        .for_each(|(t, mine)| {
+            let base = t * chunk;
+            for p in &parts {
+                for (&id, &c) in p.ids.iter().zip(&p.counts) {
+                    if let Some(slot) = (id as usize)
+                        .checked_sub(base)
+                        .and_then(|i| mine.get_mut(i))
+                    {
+                        *slot = c;
+                    }
+                }
+            }
+        });
+    let searched: usize = parts.iter().map(|p| p.ids.len()).sum();
     if let Some(missing) = counts.iter().position(|&c| c == u32::MAX) {
         return Err(NnsError::Input(format!(
             "internal: point {missing} was not searched"
+        )));
+    }
+    if searched != n {
+        return Err(NnsError::Input(format!(
+            "internal: {searched} searches for {n} points"
         )));
     }
     let mut offsets = Vec::with_capacity(n + 1);
@@ -499,13 +524,29 @@ fn assemble(n: usize, parts: impl Iterator<Item = Lists>) -> Result<Neighbours, 
     }
     drop(counts);
     let mut indices = vec![0u32; at as usize];
-    for p in parts {
-        let mut from = 0usize;
-        for (&id, &c) in p.ids.iter().zip(&p.counts) {
-            let to = offsets[id as usize] as usize;
-            indices[to..to + c as usize].copy_from_slice(&p.indices[from..from + c as usize]);
-            from += c as usize;
-        }
+    // Split the output at the thread boundaries.
+    let mut slices = Vec::with_capacity(threads);
+    let mut rest: &mut [u32] = &mut indices;
+    for t in 0..threads {
+        let (lo, hi) = ((t * chunk).min(n), ((t + 1) * chunk).min(n));
+        let (mine, tail) =
+            std::mem::take(&mut rest).split_at_mut((offsets[hi] - offsets[lo]) as usize);
+        rest = tail;
+        slices.push((lo, hi, mine));
     }
+    slices.into_par_iter().for_each(|(lo, hi, out)| {
+        let base = offsets[lo];
+        for p in &parts {
+            let mut from = 0usize;
+            for (&id, &c) in p.ids.iter().zip(&p.counts) {
+                let (id, c) = (id as usize, c as usize);
+                if id >= lo && id < hi {
+                    let to = (offsets[id] - base) as usize;
+                    out[to..to + c].copy_from_slice(&p.indices[from..from + c]);
+                }
+                from += c;
+            }
+        }
+    });
     Ok(Neighbours { offsets, indices })
 }
