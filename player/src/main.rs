@@ -131,6 +131,7 @@ enum Command {
     ///   player run assets/scenes/ballpit.toml --headless --steps 2000 --stats stats.jsonl
     ///   player run assets/scenes/ballpit.toml --headless --backend cpu --save end.pellet
     ///   player run scene.toml --headless --save-every 1000 --save-dir frames/
+    ///   player run big.toml --headless --device-budget 256MiB   (block by block beyond it)
     ///
     /// Then `bake inspect end.pellet --particles` prints the particles as CSV.
     #[command(verbatim_doc_comment)]
