@@ -168,56 +168,9 @@ pub fn expected_neighbours(grid: &CellCounts<'_>, at: &OverlapAt) -> Vec<f64> {
 }
 
 /// [`expected_neighbours`] with the particle count of cell `c` replaced by
-/// `density(c)` (particles per cell, e.g. a smoothed count). Computed for
-/// the occupied cells of `grid` only; empty cells get 0.
-pub fn expected_from_density(
-    grid: &CellCounts<'_>,
-    density: impl Fn(usize) -> f64,
-    at: &OverlapAt,
-) -> Vec<f64> {
-    let [nx, ny, nz] = grid.dims.map(|d| d as i64);
-    let r = i64::from(at.reach);
-    let mut out = vec![0.0; grid.counts.len()];
-    for z in 0..nz {
-        for y in 0..ny {
-            for x in 0..nx {
-                let q = (x + nx * (y + ny * z)) as usize;
-                if grid.counts[q] == 0 {
-                    continue;
-                }
-                let mut sum = -at.value([0, 0, 0]); // the particle itself
-                for dz in -r..=r {
-                    let zz = z + dz;
-                    if zz < 0 || zz >= nz {
-                        continue;
-                    }
-                    for dy in -r..=r {
-                        let yy = y + dy;
-                        if yy < 0 || yy >= ny {
-                            continue;
-                        }
-                        let row = nx * (yy + ny * zz);
-                        for dx in -r..=r {
-                            let xx = x + dx;
-                            if xx < 0 || xx >= nx {
-                                continue;
-                            }
-                            let n = density((xx + row) as usize);
-                            if n > 0.0 {
-                                sum += n * at.values[at.index([dx as i32, dy as i32, dz as i32])];
-                            }
-                        }
-                    }
-                }
-                out[q] = sum.max(0.0);
-            }
-        }
-    }
-    out
-}
-
-/// [`expected_from_density`] for several densities at once (one pass over
-/// the grid, on all cores): one output per density.
+/// `densities[k][c]` (particles per cell, e.g. a smoothed count), for several
+/// densities at once: one pass over the grid on all cores, one output per
+/// density. Computed for the occupied cells of `grid` only; empty cells get 0.
 pub fn expected_from_densities(
     grid: &CellCounts<'_>,
     densities: &[&[f64]],

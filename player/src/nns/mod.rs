@@ -262,12 +262,10 @@ pub fn search(
         }
         Some(gpu) => {
             let model::CellEstimate {
-                ratio,
                 expected,
                 fit,
                 measured_rmse,
             } = model::estimate(&grid, table, options.radius, options.estimate, threads);
-            report.ratio = ratio;
             report.estimate = match options.estimate {
                 EstimateMode::Table => "table",
                 EstimateMode::Fitted => "fitted",

@@ -25,8 +25,6 @@ pub enum EstimateMode {
 /// The per-cell estimate and how it was made.
 #[derive(Debug, Clone)]
 pub struct CellEstimate {
-    /// `eps / cell`.
-    pub ratio: f64,
     /// Expected neighbours of one point of each cell.
     pub expected: Vec<f64>,
     /// The fit, when one was made.
@@ -63,7 +61,6 @@ pub fn estimate(
     };
     let Some((at, scale)) = lookup(table, ratio) else {
         return CellEstimate {
-            ratio,
             expected: vec![0.0; counts.len()],
             fit: None,
             measured_rmse: None,
@@ -72,7 +69,6 @@ pub fn estimate(
     if mode == EstimateMode::Table {
         let expected = expected_neighbours(&cells, &at);
         return CellEstimate {
-            ratio,
             expected: expected.iter().map(|e| e * scale).collect(),
             fit: None,
             measured_rmse: None,
@@ -83,14 +79,12 @@ pub fn estimate(
     // than the search they size (the table at twice the ratio reaches 125
     // cells, on 8 times as many cells); blocks sum many cells, so the
     // smoothed counts' bias correction is what matters.
-    let refined = None;
-    let features = CellFeatures::new(&cells, &at, refined);
+    let features = CellFeatures::new(&cells, &at, None);
     let sample = measure_sample(grid, radius, threads);
     match FittedEstimate::fit(&features, &sample) {
         Ok(fit) => {
             let expected = fit.predict_all(&features);
             CellEstimate {
-                ratio,
                 expected,
                 measured_rmse: Some(fit.sample_rmse),
                 fit: Some(fit),
@@ -98,7 +92,6 @@ pub fn estimate(
         }
         // Too few cells to fit: the table model.
         Err(_) => CellEstimate {
-            ratio,
             expected: features.columns[0].iter().map(|e| e * scale).collect(),
             fit: None,
             measured_rmse: None,

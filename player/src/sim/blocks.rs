@@ -84,6 +84,17 @@ pub struct SlabBlock {
     pub halo: std::ops::Range<usize>,
 }
 
+/// Blocks are slabs of a dense grid's keys; a hashed grid's keys are not.
+fn require_dense(grid: &GridSpec) -> Result<(), SimError> {
+    if grid.hashed {
+        return Err(SimError::Unsupported(
+            "block-wise stepping needs a dense grid (--grid dense); this scene's grid is hashed"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Cuts a dense grid into runs of z-slabs whose particles, with one slab of
 /// halo on each side, number at most `capacity`. `cell_start` is the
 /// counting sort's table (one entry per key, plus one).
@@ -92,12 +103,7 @@ pub fn plan_slabs(
     grid: &GridSpec,
     capacity: usize,
 ) -> Result<Vec<SlabBlock>, SimError> {
-    if grid.hashed {
-        return Err(SimError::Unsupported(
-            "block-wise stepping needs a dense grid (--grid dense); this scene's grid is hashed"
-                .into(),
-        ));
-    }
+    require_dense(grid)?;
     let slab = (grid.dims[0] as usize) * (grid.dims[1] as usize);
     let nz = grid.dims[2] as u32;
     let at = |z: u32| cell_start[(z as usize * slab).min(cell_start.len() - 1)] as usize;
@@ -174,12 +180,7 @@ impl std::fmt::Debug for BlockSim {
 impl BlockSim {
     /// Sets up `setup` with the device holding at most `budget` bytes.
     pub fn new(gpu: Arc<Gpu>, setup: &SimSetup, budget: u64) -> Result<Self, SimError> {
-        if setup.grid.hashed {
-            return Err(SimError::Unsupported(
-                "block-wise stepping needs a dense grid (--grid dense); this scene's grid is hashed"
-                    .into(),
-            ));
-        }
+        require_dense(&setup.grid)?;
         let per = bytes_per_particle(setup.slots, setup.integrator);
         let fixed = fixed_bytes(setup);
         let limits = gpu.device.limits();
