@@ -41,6 +41,13 @@ impl PointsError {
 
 /// Reads the points of `path` (see the module docs for the encodings).
 pub fn read_points(path: &Path) -> Result<Vec<[f32; 3]>, PointsError> {
+    crate::io::regular_file_metadata(path).map_err(|e| {
+        let reason = match e {
+            crate::io::FileReadError::Io(io) => format!("cannot open: {io}"),
+            other => other.to_string(),
+        };
+        PointsError::new(path, None, reason)
+    })?;
     let file = std::fs::File::open(path)
         .map_err(|e| PointsError::new(path, None, format!("cannot open: {e}")))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);

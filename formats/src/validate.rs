@@ -65,6 +65,30 @@ pub fn all_finite<const N: usize>(field: &str, values: &[[f32; N]]) -> Result<()
     }
 }
 
+/// Every component of every element is finite and at most `limit` in
+/// magnitude (`unit` names the unit in the message); names the first bad element.
+pub fn all_bounded<const N: usize>(
+    field: &str,
+    values: &[[f32; N]],
+    limit: f32,
+    unit: &str,
+) -> Result<(), ValidationError> {
+    all_finite(field, values)?;
+    match values
+        .iter()
+        .position(|v| v.iter().any(|x| x.abs() > limit))
+    {
+        None => Ok(()),
+        Some(i) => Err(ValidationError::new(
+            format!("{field}[{i}]"),
+            format_args!(
+                "is {:?}, beyond the {limit:e} {unit} any simulation reaches (a blown-up or corrupt state)",
+                values[i]
+            ),
+        )),
+    }
+}
+
 /// Every scalar is finite; names the first bad one.
 pub fn all_finite_scalars(field: &str, values: &[f32]) -> Result<(), ValidationError> {
     match values.iter().position(|x| !x.is_finite()) {

@@ -131,7 +131,7 @@ fn invalid_assets_are_never_written_nor_accepted() {
     let err = encode(&state).expect_err("negative radius");
     assert_eq!(
         err.to_string(),
-        "refusing to write an invalid simulation state: radii[1]: is -1, must be finite and greater than zero"
+        "refusing to write an invalid simulation state: radii[1]: is -1, must be finite, greater than zero and at most 1e6 m"
     );
     // The same asset smuggled past the encoder is refused by the decoder.
     let payload = rmp_serde::to_vec_named(&state).expect("serialize");

@@ -14,4 +14,7 @@ pub enum PlayerError {
     /// A scene is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),
+    /// A baked folder or served scene could not be loaded.
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
 }

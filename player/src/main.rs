@@ -28,7 +28,6 @@ use pellet_player::sim::run::{Backend, RunOptions, run_headless};
     version,
     about,
     long_about,
-    args_conflicts_with_subcommands = true,
     arg_required_else_help = true
 )]
 struct Cli {
@@ -91,12 +90,17 @@ enum Command {
     },
     /// Load a scene and print what it holds.
     ///
-    /// Parses and validates the scene TOML, generates its particle blocks
-    /// and reads its particle files, exactly as a run would.
+    /// Parses and validates the scene (a TOML file, a baked folder, or the
+    /// URL of a served one), generates its particle blocks and reads its
+    /// particle files, exactly as a run would.
     ///
-    /// Example: player info assets/scenes/ballpit.toml
+    /// Examples:
+    ///   player info assets/scenes/ballpit.toml
+    ///   player info baked/funnel
+    ///   player info http://127.0.0.1:8000/funnel/
+    #[command(verbatim_doc_comment)]
     Info {
-        /// Scene file (TOML).
+        /// Scene: a TOML file, a baked folder (`bake scene`), or its URL.
         scene: PathBuf,
         /// Print JSON.
         #[arg(long)]
@@ -391,9 +395,30 @@ enum GridArg {
     Hashed,
 }
 
+/// Mesa's device-select Vulkan layer prints `XDG_RUNTIME_DIR is invalid or
+/// not set` on headless machines; Pellet picks its adapter itself, so the
+/// layer is turned off unless the user set `NODEVICE_SELECT` already.
+#[allow(unsafe_code)]
+fn quiet_device_select() {
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: called first thing in `main`, before any thread exists, so
+        // nothing reads the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_device_select();
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    if cli.command.is_some()
+        && (cli.scene.is_some() || cli.headless || cli.frames.frames.is_some())
+    {
+        eprintln!(
+            "player: a scene and --headless/--frames go after the subcommand (player run SCENE --headless) or without one (player SCENE --headless --frames N --out DIR)"
+        );
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Some(command) => run(command),
         None => play(cli),
@@ -453,6 +478,16 @@ fn play(cli: Cli) -> anyhow::Result<()> {
 
 fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     use pellet_player::nns;
+    for (flag, path) in [
+        ("--out", &args.out),
+        ("--counts", &args.counts),
+        ("--report", &args.report),
+    ] {
+        if let Some(p) = path {
+            pellet_formats::io::check_output_file(p)
+                .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", p.display()))?;
+        }
+    }
     let points: Vec<[f32; 3]> = if let Some(name) = &args.generate {
         nns::generate::generate(name, args.particles, args.seed)?
     } else if let Some(file) = &args.points {
@@ -498,7 +533,14 @@ fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
         estimate: args.estimate.into(),
         aux_neighbours: None,
     };
-    let (lists, report) = nns::search(&points, &options, &table, gpu)?;
+    let spinner = spinner(format!(
+        "searching {} points for neighbours within {}",
+        points.len(),
+        args.radius
+    ));
+    let searched = nns::search(&points, &options, &table, gpu);
+    spinner.finish_and_clear();
+    let (lists, report) = searched?;
     if let Some(path) = &args.out {
         nns::output::write_neighbours(path, &lists)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -573,6 +615,22 @@ fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A spinner with the elapsed time on stderr, hidden when stderr is not a
+/// terminal (scripts and tests see nothing).
+fn spinner(message: String) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner().with_message(message);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
 fn positive_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.05 => Ok(v),
@@ -587,8 +645,10 @@ fn init_logging(verbose: u8) {
         2 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_max_level(level)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();

@@ -24,6 +24,20 @@ pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
 pub const ATTEMPTS: u32 = 4;
 /// Seconds one request may take in all.
 pub const TIMEOUT_S: u64 = 60;
+/// Seconds one whole load (the manifest and every object it names, retries
+/// included) may take by default, so a server that drips bytes cannot hold a
+/// load for long; `PELLET_HTTP_TIMEOUT_S` in the environment changes it.
+pub const LOAD_TIMEOUT_S: u64 = 120;
+
+/// The whole-load time limit: `PELLET_HTTP_TIMEOUT_S` when it is a positive
+/// number of seconds, else [`LOAD_TIMEOUT_S`].
+pub fn load_timeout() -> Duration {
+    std::env::var("PELLET_HTTP_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map_or(Duration::from_secs(LOAD_TIMEOUT_S), Duration::from_secs_f64)
+}
 
 /// Whether `scene` names an HTTP(S) URL rather than a file.
 pub fn is_url(scene: &Path) -> bool {
@@ -85,12 +99,19 @@ fn get(
     url: &str,
     limit: u64,
     validators: Option<&Validators>,
+    deadline: &Deadline,
 ) -> Result<Fetched, SimError> {
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
-            std::thread::sleep(Duration::from_millis(200 << (attempt - 1)));
+            std::thread::sleep(
+                Duration::from_millis(200 << (attempt - 1)).min(deadline.remaining()),
+            );
             tracing::warn!("{url}: retry {attempt} after: {last}");
+        }
+        let remaining = deadline.remaining();
+        if remaining.is_zero() {
+            return Err(deadline.expired(url, &last));
         }
         let mut request = agent.get(url);
         if let Some(v) = validators {
@@ -101,6 +122,10 @@ fn get(
                 request = request.header("If-Modified-Since", date);
             }
         }
+        let request = request
+            .config()
+            .timeout_global(Some(remaining.min(Duration::from_secs(TIMEOUT_S))))
+            .build();
         match request.call() {
             Ok(mut response) => {
                 let status = response.status().as_u16();
@@ -146,11 +171,49 @@ fn get(
             }
             Err(e) => last = format!("cannot reach the server ({e})"),
         }
+        if deadline.remaining().is_zero() {
+            return Err(deadline.expired(url, &last));
+        }
     }
     Err(err(
         url,
         format!("{last}; gave up after {ATTEMPTS} attempts"),
     ))
+}
+
+/// The time one load may still take.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: std::time::Instant,
+    limit: Duration,
+}
+
+impl Deadline {
+    fn new(limit: Duration) -> Self {
+        Self {
+            at: std::time::Instant::now() + limit,
+            limit,
+        }
+    }
+
+    fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(std::time::Instant::now())
+    }
+
+    fn expired(&self, url: &str, last: &str) -> SimError {
+        err(
+            url,
+            format!(
+                "the whole load took more than {:.0} s, the limit (PELLET_HTTP_TIMEOUT_S sets it){}",
+                self.limit.as_secs_f64(),
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!("; last: {last}")
+                }
+            ),
+        )
+    }
 }
 
 /// Fetches the baked folder at `url` into its cache folder below
@@ -183,6 +246,7 @@ pub struct RemoteFolder {
     validators: Option<Validators>,
     manifest_hash: Option<String>,
     counts: RequestCounts,
+    load_timeout: Duration,
 }
 
 impl RemoteFolder {
@@ -201,7 +265,15 @@ impl RemoteFolder {
             validators: None,
             manifest_hash: None,
             counts: RequestCounts::default(),
+            load_timeout: load_timeout(),
         }
+    }
+
+    /// Bounds each fetch or poll (manifest, objects, retries) to `limit` in
+    /// all; default [`load_timeout`].
+    pub fn with_load_timeout(mut self, limit: Duration) -> Self {
+        self.load_timeout = limit;
+        self
     }
 
     /// The local cache folder (a baked folder once fetched).
@@ -229,12 +301,14 @@ impl RemoteFolder {
     pub fn poll(&mut self) -> Result<Option<PathBuf>, SimError> {
         std::fs::create_dir_all(&self.folder)
             .map_err(|e| err(&self.folder.display().to_string(), e))?;
+        let deadline = Deadline::new(self.load_timeout);
         let manifest_url = format!("{}/{MANIFEST_FILE}", self.base);
         let (bytes, validators) = match get(
             &self.agent,
             &manifest_url,
             MAX_MANIFEST_BYTES,
             self.validators.as_ref(),
+            &deadline,
         )? {
             Fetched::NotModified => {
                 self.counts.not_modified += 1;
@@ -268,7 +342,7 @@ impl RemoteFolder {
             }
             let object_url = format!("{}/{}.pellet", self.base, entry.hash);
             let limit = entry.size.min(MAX_OBJECT_BYTES);
-            let Fetched::Body { bytes: data, .. } = get(&self.agent, &object_url, limit, None)?
+            let Fetched::Body { bytes: data, .. } = get(&self.agent, &object_url, limit, None, &deadline)?
             else {
                 return Err(err(&object_url, "answered 304 to an unconditional request"));
             };

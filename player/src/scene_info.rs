@@ -4,7 +4,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use pellet_formats::Scene;
 use pellet_formats::scene::Motion;
 
 use crate::PlayerError;
@@ -47,11 +46,11 @@ pub struct BodyCounts {
     pub kinematic: u64,
 }
 
-/// Loads `path` and summarizes it.
+/// Loads `path` (a scene TOML, a baked folder or its URL) and summarizes it.
 pub fn scene_info(path: &Path) -> Result<SceneInfo, PlayerError> {
-    let scene = Scene::load(path)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let particles = scene.free_particles(dir)?;
+    let cache = crate::sim::bodies::default_cache_dir();
+    let (scene, dir) = crate::sim::run::read_scene(path, cache.as_deref())?;
+    let particles = scene.free_particles(&dir)?;
     let (mut lo, mut hi) = (f32::INFINITY, 0.0f32);
     let mut mass = 0.0f64;
     for p in &particles {

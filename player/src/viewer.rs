@@ -109,6 +109,60 @@ impl Shaders {
     }
 }
 
+/// Frame and step rates measured over the last [`RateMeter::WINDOW_S`]
+/// seconds of wall-clock time (at least the last two frames), so a slow
+/// frame shows at once rather than being smoothed away.
+#[derive(Debug, Default)]
+struct RateMeter {
+    /// (when a frame started, steps taken by then).
+    samples: VecDeque<(Instant, u64)>,
+}
+
+impl RateMeter {
+    const WINDOW_S: f64 = 2.0;
+
+    fn record(&mut self, at: Instant, steps: u64) {
+        self.samples.push_back((at, steps));
+        while self.samples.len() > 2
+            && self.samples.front().is_some_and(|(t, _)| {
+                at.duration_since(*t).as_secs_f64() > Self::WINDOW_S
+            })
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    fn span_s(&self) -> f64 {
+        match (self.samples.front(), self.samples.back()) {
+            (Some(a), Some(b)) => b.0.duration_since(a.0).as_secs_f64(),
+            _ => 0.0,
+        }
+    }
+
+    /// Frames per second and steps per second.
+    fn rates(&self) -> (f64, f64) {
+        let span = self.span_s();
+        match (self.samples.front(), self.samples.back()) {
+            (Some(a), Some(b)) if span > 0.0 => (
+                (self.samples.len() - 1) as f64 / span,
+                b.1.saturating_sub(a.1) as f64 / span,
+            ),
+            _ => (0.0, 0.0),
+        }
+    }
+}
+
+/// A rate with the digits it deserves: `0.31`, `8.5`, `85`.
+fn rate_text(r: f64) -> String {
+    if r < 1.0 {
+        format!("{r:.2}")
+    } else if r < 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.0}")
+    }
+}
+
 /// Whether a display server is reachable through the environment.
 pub fn display_available() -> bool {
     ["DISPLAY", "WAYLAND_DISPLAY"]
@@ -119,8 +173,33 @@ pub fn display_available() -> bool {
 /// The one line shown when there is no display.
 pub fn no_display_message(scene: &Path) -> String {
     format!(
-        "no display (DISPLAY is not set), so no window; render frames instead: player run {} --headless --frames 120 --out frames/",
+        "no display (neither DISPLAY nor WAYLAND_DISPLAY is set), so no window; {}",
+        render_instead(scene)
+    )
+}
+
+fn render_instead(scene: &Path) -> String {
+    format!(
+        "render frames instead: player run {} --headless --frames 120 --out frames/",
         scene.display()
+    )
+}
+
+/// The one line shown when the display named in the environment does not answer.
+fn unreachable_display_message(scene: &Path) -> String {
+    let named: Vec<String> = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .filter_map(|v| {
+            std::env::var(v)
+                .ok()
+                .filter(|s| !s.is_empty())
+                .map(|s| format!("{v}={s}"))
+        })
+        .collect();
+    format!(
+        "cannot open the display {} (no display server answers there), so no window; {}",
+        named.join(", "),
+        render_instead(scene)
     )
 }
 
@@ -130,10 +209,9 @@ pub fn run_viewer(options: ViewerOptions) -> Result<(), SimError> {
         return Err(SimError::Invalid(no_display_message(&options.scene)));
     }
     let event_loop = EventLoop::new().map_err(|e| {
-        SimError::Invalid(format!(
-            "cannot open the display ({e}); {}",
-            no_display_message(&options.scene)
-        ))
+        // winit's message names its source files; keep it for -vv.
+        tracing::debug!("EventLoop::new: {e}");
+        SimError::Invalid(unreachable_display_message(&options.scene))
     })?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let mut app = App {
@@ -219,7 +297,7 @@ struct WindowState {
     sim_debt: f64,
     behind: bool,
     frames: u64,
-    fps: f32,
+    rates: RateMeter,
     message: Option<String>,
     siblings: Vec<PathBuf>,
     watcher: Option<pellet_formats::watch::FileWatcher>,
@@ -396,7 +474,7 @@ impl WindowState {
             sim_debt: 0.0,
             behind: false,
             frames: 0,
-            fps: 0.0,
+            rates: RateMeter::default(),
             message: None,
             watcher: if remote.is_some() {
                 None // the cache folder changes only through the remote watcher
@@ -577,14 +655,7 @@ impl WindowState {
         let now = Instant::now();
         let elapsed = now.duration_since(self.last_frame).as_secs_f64();
         self.last_frame = now;
-        if elapsed > 0.0 {
-            let fps = (1.0 / elapsed) as f32;
-            self.fps = if self.fps == 0.0 {
-                fps
-            } else {
-                0.9 * self.fps + 0.1 * fps
-            };
-        }
+        self.rates.record(now, self.playing.sim.steps());
         let real = elapsed.min(0.1);
         let dt = self.playing.live.dt;
         let mut steps = 0u64;
@@ -685,7 +756,17 @@ impl WindowState {
                     };
                 }
                 ui.separator();
-                ui.label(format!("{:.0} fps", self.fps));
+                let (fps, steps_per_s) = self.rates.rates();
+                ui.label(format!(
+                    "{} fps, {} steps/s ({:.3}x real time)",
+                    rate_text(fps),
+                    rate_text(steps_per_s),
+                    steps_per_s * self.playing.live.dt
+                ))
+                .on_hover_text(format!(
+                    "measured over the last {:.1} s of wall-clock time",
+                    self.rates.span_s()
+                ));
                 let mean = if self.step_ms.is_empty() {
                     0.0
                 } else {

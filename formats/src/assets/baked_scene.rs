@@ -4,7 +4,14 @@ use serde::{Deserialize, Serialize};
 
 use super::{Asset, AssetKind, Summary, is_object_hash};
 use crate::error::ValidationError;
-use crate::scene::Scene;
+use crate::scene::{ParticleOrigin, Scene};
+
+/// The object hash a baked scene's particle `file` names: `<hash>.pellet`,
+/// an object of the same folder. `None` for anything else (a path, `..`, an
+/// absolute name), which a baked scene may not hold.
+pub fn particle_object(file: &str) -> Option<&str> {
+    file.strip_suffix(".pellet").filter(|h| is_object_hash(h))
+}
 
 /// The baked particle body used by one `[[bodies]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +49,21 @@ impl Asset for BakedScene {
                     self.scene.bodies.len()
                 ),
             ));
+        }
+        // A baked folder stands alone: its particle files are objects of the
+        // folder, named by hash. Any other name (`/etc/passwd`, `../x.csv`,
+        // `/dev/zero`) would make loading it read outside the folder.
+        for (i, p) in self.scene.particles.iter().enumerate() {
+            if let ParticleOrigin::File(file) = &p.origin
+                && particle_object(file).is_none()
+            {
+                return Err(ValidationError::new(
+                    format!("scene.particles[{i}].file"),
+                    format_args!(
+                        "{file:?} is not an object of the baked folder (`<64-digit BLAKE3>.pellet`); a baked scene reads nothing outside its folder"
+                    ),
+                ));
+            }
         }
         for (i, b) in self.bodies.iter().enumerate() {
             if !is_object_hash(&b.object) {

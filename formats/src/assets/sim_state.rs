@@ -11,6 +11,16 @@ use crate::validate;
 /// `body_of_particle` value of a free particle (one that belongs to no body).
 pub const FREE_PARTICLE: u32 = u32::MAX;
 
+/// Largest coordinate a state may hold, metres (10^9 m, beyond the Moon):
+/// anything farther is a blown-up or corrupt state, refused on load.
+pub const MAX_POSITION_M: f32 = 1e9;
+/// Largest speed a state may hold, m/s (the speed of light).
+pub const MAX_SPEED_M_S: f32 = 3e8;
+/// Largest angular speed a state may hold, rad/s.
+pub const MAX_ANGULAR_SPEED: f32 = 1e12;
+/// Largest particle radius a state may hold, metres.
+pub const MAX_RADIUS_M: f32 = 1e6;
+
 /// The state of one rigid body. 52 bytes, no padding (stored as a blob).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
 #[repr(C)]
@@ -73,13 +83,25 @@ impl Asset for SimState {
             n,
             "one per particle",
         )?;
-        validate::all_finite("positions", &self.positions)?;
-        validate::all_finite("velocities", &self.velocities)?;
-        validate::all_finite("angular_velocities", &self.angular_velocities)?;
-        if let Some(i) = self.radii.iter().position(|r| !(r.is_finite() && *r > 0.0)) {
+        validate::all_bounded("positions", &self.positions, MAX_POSITION_M, "m")?;
+        validate::all_bounded("velocities", &self.velocities, MAX_SPEED_M_S, "m/s")?;
+        validate::all_bounded(
+            "angular_velocities",
+            &self.angular_velocities,
+            MAX_ANGULAR_SPEED,
+            "rad/s",
+        )?;
+        if let Some(i) = self
+            .radii
+            .iter()
+            .position(|r| !(r.is_finite() && *r > 0.0 && *r <= MAX_RADIUS_M))
+        {
             return Err(ValidationError::new(
                 format!("radii[{i}]"),
-                format_args!("is {}, must be finite and greater than zero", self.radii[i]),
+                format_args!(
+                    "is {}, must be finite, greater than zero and at most {MAX_RADIUS_M:e} m",
+                    self.radii[i]
+                ),
             ));
         }
         let bodies = self.bodies.len();
@@ -107,11 +129,17 @@ impl Asset for SimState {
                 validate::length(name, len, bodies, "one per body, or none")?;
             }
         }
-        validate::all_finite("body_velocities", &self.body_velocities)?;
+        validate::all_bounded(
+            "body_velocities",
+            &self.body_velocities,
+            MAX_SPEED_M_S,
+            "m/s",
+        )?;
         validate::all_finite("body_angular_velocities", &self.body_angular_velocities)?;
         for (i, b) in self.bodies.iter().enumerate() {
             let field = format!("bodies[{i}]");
-            validate::all_finite(&field, &[b.position, b.linear_momentum, b.angular_momentum])?;
+            validate::all_bounded(&format!("{field}.position"), &[b.position], MAX_POSITION_M, "m")?;
+            validate::all_finite(&field, &[b.linear_momentum, b.angular_momentum])?;
             validate::all_finite(&field, &[b.orientation])?;
             let norm = b.orientation.iter().map(|x| x * x).sum::<f32>().sqrt();
             if (norm - 1.0).abs() > 1e-3 {

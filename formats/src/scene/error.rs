@@ -50,13 +50,13 @@ impl fmt::Display for SceneError {
 }
 
 impl SceneError {
-    pub(crate) fn io(path: &Path, e: std::io::Error) -> Self {
+    pub(crate) fn read(path: &Path, e: impl fmt::Display) -> Self {
         Self {
             path: path.to_path_buf(),
             line: None,
             column: None,
             kind: SceneErrorKind::Io,
-            message: format!("cannot read: {e}"),
+            message: e.to_string(),
         }
     }
 

@@ -193,20 +193,8 @@ pub fn load_particle_file(
     radius: &Radius,
     source: u32,
 ) -> Result<Vec<ParticleInit>, SceneError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| SceneError::particle_file(path, None, format!("cannot read: {e}")))?;
-    if meta.len() > DEFAULT_MAX_PAYLOAD {
-        return Err(SceneError::particle_file(
-            path,
-            None,
-            format!(
-                "file is {} bytes, more than the {DEFAULT_MAX_PAYLOAD}-byte limit",
-                meta.len()
-            ),
-        ));
-    }
-    let bytes = std::fs::read(path)
-        .map_err(|e| SceneError::particle_file(path, None, format!("cannot read: {e}")))?;
+    let bytes = crate::io::read_regular_file(path, DEFAULT_MAX_PAYLOAD)
+        .map_err(|e| SceneError::particle_file(path, None, e.to_string()))?;
     if path.extension().is_some_and(|e| e == "pellet") {
         let state: SimState = crate::container::decode(&bytes, &DecodeLimits::default())
             .map_err(|e| SceneError::particle_file(path, None, e.to_string()))?;

@@ -27,6 +27,14 @@ pub use values::{Radius, TimeStep};
 /// that does not define it gets [`Material::default`].
 pub const DEFAULT_MATERIAL: &str = "default";
 
+/// Largest scene file read, bytes (16 MiB; scenes are small, their particle
+/// files carry the data).
+pub const MAX_SCENE_BYTES: u64 = 16 << 20;
+
+/// Most steps one run may take (10^12): a scene whose duration and time step
+/// imply more is refused with the numbers rather than started.
+pub const MAX_STEPS: u64 = 1_000_000_000_000;
+
 /// A whole scene.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -394,9 +402,17 @@ pub struct Wall {
 }
 
 impl Scene {
-    /// Reads and validates the scene at `path`.
+    /// Reads and validates the scene at `path` (a regular file of at most
+    /// [`MAX_SCENE_BYTES`]).
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError::io(path, e))?;
+        let bytes = crate::io::read_regular_file(path, MAX_SCENE_BYTES)
+            .map_err(|e| SceneError::read(path, e))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            SceneError::read(
+                path,
+                "is not UTF-8 text (a scene is a TOML file)",
+            )
+        })?;
         Self::parse(&text, path)
     }
 
@@ -447,6 +463,18 @@ impl Scene {
             ));
         }
         validate::positive("simulation.duration", sim.duration)?;
+        if let TimeStep::Fixed(dt) = sim.time_step {
+            let steps = sim.duration / dt;
+            if steps > MAX_STEPS as f64 {
+                return Err(ValidationError::new(
+                    "simulation.time_step",
+                    format_args!(
+                        "{dt:e} s makes a run of {steps:.3e} steps over the {} s duration, more than the limit of {:.0e}",
+                        sim.duration, MAX_STEPS as f64
+                    ),
+                ));
+            }
+        }
         validate::all_finite("domain.min", &[self.domain.min])?;
         validate::all_finite("domain.max", &[self.domain.max])?;
         for axis in 0..3 {
@@ -481,8 +509,24 @@ impl Scene {
                 (None, None) => {}
             }
         }
+        let mut generated = 0u64;
         for (i, p) in self.particles.iter().enumerate() {
             self.validate_particles(&format!("particles[{i}]"), p)?;
+            if let ParticleOrigin::Block(b) = &p.origin {
+                let radius = p
+                    .radius
+                    .unwrap_or(Radius::Fixed(self.simulation.particle_radius));
+                generated = generated.saturating_add(expand::lattice_count(b, &radius));
+                if generated > MAX_PARTICLES {
+                    return Err(ValidationError::new(
+                        format!("particles[{i}]"),
+                        format_args!(
+                            "brings the particle blocks to {generated} particles ({:.1} GB for their initial state alone), more than the limit of {MAX_PARTICLES} in all",
+                            generated as f64 * size_of::<ParticleInit>() as f64 / 1e9
+                        ),
+                    ));
+                }
+            }
         }
         for (i, b) in self.bodies.iter().enumerate() {
             self.validate_body(&format!("bodies[{i}]"), b)?;

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::body::{BodyGpu, body_begin, body_end, body_particle, body_reduce};
 use super::contact::{Acc, V3, bad, dot, interact_pair, interact_wall, scale};
 use super::grid::GridSpec;
-use super::setup::{FREE, PairParams, Params, SimSetup, WallParams};
+use super::setup::{FREE, PairParams, Params, SimSetup, WallParams, escaped_face};
 use pellet_formats::scene::Integrator;
 
 use super::{
@@ -111,6 +111,8 @@ impl CpuSim {
         };
         sim.counters[Counter::NanStep as usize].store(u32::MAX, Ordering::Relaxed);
         sim.counters[Counter::NanId as usize].store(u32::MAX, Ordering::Relaxed);
+        sim.counters[Counter::EscapeStep as usize].store(u32::MAX, Ordering::Relaxed);
+        sim.counters[Counter::EscapeId as usize].store(u32::MAX, Ordering::Relaxed);
         sim
     }
 
@@ -435,16 +437,34 @@ impl CpuSim {
         }
     }
 
+    fn report_escape(&self, i: usize) {
+        let prev =
+            self.counters[Counter::EscapeStep as usize].fetch_min(self.step, Ordering::Relaxed);
+        if prev >= self.step {
+            self.counters[Counter::EscapeId as usize]
+                .fetch_min(self.state.meta[i][0], Ordering::Relaxed);
+        }
+    }
+
+    /// The non-finite and escape checks of the kernels' `check_finite`.
     fn check_nan(&self) {
         let s = &self.state;
+        let p = &self.params;
+        let out = |i: usize| {
+            escaped_face(s.pos[i], p.domain_min, p.domain_max, p.closed_faces).is_some()
+        };
+        let nan = |i: usize| bad(xyz(&s.pos[i])) || bad(xyz(&s.vel[i])) || bad(xyz(&s.angvel[i]));
         let bad_index = (0..s.len())
             .into_par_iter()
             .with_min_len(MIN_LEN)
-            .find_first(|&i| bad(xyz(&s.pos[i])) || bad(xyz(&s.vel[i])) || bad(xyz(&s.angvel[i])));
-        if let Some(_first) = bad_index {
-            for i in 0..s.len() {
-                if bad(xyz(&s.pos[i])) || bad(xyz(&s.vel[i])) || bad(xyz(&s.angvel[i])) {
+            .find_first(|&i| nan(i) || out(i));
+        if let Some(first) = bad_index {
+            for i in first..s.len() {
+                if nan(i) {
                     self.report_nan(i);
+                }
+                if out(i) {
+                    self.report_escape(i);
                 }
             }
         }

@@ -59,6 +59,8 @@ pub struct Simulation {
     last_stats_step: u64,
     last_stats_at: Instant,
     particles: usize,
+    /// Domain lower and upper corner and closed faces, for escape messages.
+    domain: ([f32; 3], [f32; 3], u32),
 }
 
 impl Simulation {
@@ -112,6 +114,7 @@ impl Simulation {
             last_stats_step: 0,
             last_stats_at: Instant::now(),
             particles: setup.particles.len(),
+            domain: (setup.domain_min, setup.domain_max, setup.closed_faces),
         }
     }
 
@@ -182,6 +185,33 @@ impl Simulation {
             return Err(SimError::NonFinite {
                 step: u64::from(nan_step) + 1,
                 particle: counters[Counter::NanId as usize],
+            });
+        }
+        let escape_step = counters[Counter::EscapeStep as usize];
+        if escape_step != u32::MAX {
+            let particle = counters[Counter::EscapeId as usize];
+            let state = self.host_state()?;
+            let (mut position, mut speed, mut face) = ([f32::NAN; 3], f32::NAN, "domain".into());
+            if let Some(i) = state.meta.iter().position(|m| m[0] == particle) {
+                let p = state.pos[i];
+                let v = state.vel[i];
+                position = [p[0], p[1], p[2]];
+                speed = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+                if let Some(bit) = super::setup::escaped_face(
+                    p,
+                    self.domain.0,
+                    self.domain.1,
+                    self.domain.2,
+                ) {
+                    face = super::setup::face_name(bit);
+                }
+            }
+            return Err(SimError::Escaped {
+                step: u64::from(escape_step) + 1,
+                particle,
+                face,
+                position,
+                speed,
             });
         }
         Ok(())

@@ -299,6 +299,8 @@ impl GpuSim {
         let mut counters = [0u32; NUM_COUNTERS];
         counters[Counter::NanStep as usize] = u32::MAX;
         counters[Counter::NanId as usize] = u32::MAX;
+        counters[Counter::EscapeStep as usize] = u32::MAX;
+        counters[Counter::EscapeId as usize] = u32::MAX;
         let mut buffers = BTreeMap::new();
         let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
         buffers.insert(

@@ -78,6 +78,30 @@ pub enum SimError {
         /// Persistent id (input order) of the lowest-numbered bad particle.
         particle: u32,
     },
+    /// A particle went through a closed face of the domain.
+    #[error(
+        "the simulation blew up at step {step}: particle {particle} left the domain through the {face} wall, at {position:?} m moving {speed:.3e} m/s (time step too large for the stiffness, a body started through a wall, or gravity beyond what the walls hold?)"
+    )]
+    Escaped {
+        /// The step (1-based) in which it happened.
+        step: u64,
+        /// Persistent id of the lowest-numbered escaped particle.
+        particle: u32,
+        /// The face, e.g. `y min`.
+        face: String,
+        /// Where it is now, metres.
+        position: [f32; 3],
+        /// Its speed now, m/s.
+        speed: f32,
+    },
+    /// A statistic (kinetic energy, speed) overflowed or exceeds physics.
+    #[error("the simulation blew up at step {step}: {what}")]
+    BlewUp {
+        /// Steps taken.
+        step: u64,
+        /// What was seen, e.g. `kinetic energy is inf J`.
+        what: String,
+    },
 }
 
 /// Slots of the counter buffer.
@@ -96,6 +120,11 @@ pub enum Counter {
     NanStep = 4,
     /// Lowest id of a non-finite particle in that step.
     NanId = 5,
+    /// First step (0-based clock) in which a particle went through a closed
+    /// domain face, `u32::MAX` if none.
+    EscapeStep = 6,
+    /// Lowest id of such a particle in that step.
+    EscapeId = 7,
 }
 
 /// Number of `u32` counters.

@@ -5,9 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pellet_formats::assets::{BakedScene, ParticleBody};
+use pellet_formats::assets::{AssetKind, BakedScene, ParticleBody, SimState, particle_object};
 use pellet_formats::baked_folder::{read_manifest, read_object};
 use pellet_formats::io::write_asset;
+use pellet_formats::scene::ParticleOrigin;
+use pellet_formats::scene::MAX_STEPS;
 use pellet_formats::{DecodeLimits, Scene};
 use pellet_gpu::{BackendChoice, Gpu};
 
@@ -143,10 +145,32 @@ pub fn load_setup_cached(
     if scene_path.is_dir() {
         return load_baked_folder(scene_path, grid);
     }
+    refuse_state_file(scene_path)?;
     let scene = Scene::load(scene_path)?;
     let dir = scene_path.parent().unwrap_or(Path::new("."));
     let mut baker = MeshBaker::new(cache_dir);
     SimSetup::from_scene_with_bodies(&scene, dir, SimOptions { grid }, &mut baker)
+}
+
+/// A saved state (`.pellet`) given where a scene belongs gets a message that
+/// says what the file is and how to use it.
+pub fn refuse_state_file(path: &Path) -> Result<(), SimError> {
+    let magic = pellet_formats::container::MAGIC;
+    let mut head = vec![0u8; magic.len()];
+    let is_container = path.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok()
+        && head[..] == magic[..];
+    if is_container {
+        return Err(SimError::Invalid(format!(
+            "{}: is a .pellet asset (a saved state or baked body), not a scene: play a scene TOML or a baked folder; to continue from a saved state, name it in a scene's [[particles]] file = \"{}\"; to look inside, run bake inspect {}",
+            path.display(),
+            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Bodies read from a baked folder's objects, hashes checked.
@@ -167,16 +191,84 @@ impl BodySource for FolderBodies<'_> {
     }
 }
 
-/// Sets up the scene of a baked folder (`bake scene -o DIR`).
+/// Sets up the scene of a baked folder (`bake scene -o DIR`). The folder
+/// stands alone: the baked scene may name only objects of the manifest, by
+/// hash (its particle files as `<hash>.pellet`, its bodies as object
+/// hashes), and every object is hash-checked as it is read, so a tampered or
+/// hostile folder can make the player read nothing outside it.
 pub fn load_baked_folder(dir: &Path, grid: GridMode) -> Result<SimSetup, SimError> {
-    let limits = DecodeLimits::default();
-    let manifest = read_manifest(dir, &limits)?;
-    let baked: BakedScene = read_object(dir, &manifest.scene, &limits)?;
+    let baked = read_baked_scene(dir)?;
     let mut bodies = FolderBodies {
         dir,
         refs: baked.bodies.clone(),
     };
     SimSetup::from_scene_with_bodies(&baked.scene, dir, SimOptions { grid }, &mut bodies)
+}
+
+/// The scene `path` names, and the folder its relative files resolve in: a
+/// scene TOML, a baked folder, or the URL of one (fetched into the HTTP
+/// cache below `cache_dir`).
+pub fn read_scene(path: &Path, cache_dir: Option<&Path>) -> Result<(Scene, PathBuf), SimError> {
+    if crate::remote::is_url(path) {
+        let root = crate::remote::http_cache_root(cache_dir);
+        let folder = crate::remote::fetch_baked_folder(&path.to_string_lossy(), &root)?;
+        return Ok((read_baked_scene(&folder)?.scene, folder));
+    }
+    if path.is_dir() {
+        return Ok((read_baked_scene(path)?.scene, path.to_path_buf()));
+    }
+    refuse_state_file(path)?;
+    let scene = Scene::load(path)?;
+    Ok((scene, path.parent().unwrap_or(Path::new(".")).to_path_buf()))
+}
+
+/// Reads the baked scene of folder `dir` and checks that it names only
+/// objects of its manifest (see [`load_baked_folder`]).
+pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, SimError> {
+    let limits = DecodeLimits::default();
+    let manifest = read_manifest(dir, &limits)?;
+    let baked: BakedScene = read_object(dir, &manifest.scene, &limits)?;
+    let listed = |hash: &str, kind: AssetKind| {
+        manifest
+            .objects
+            .iter()
+            .any(|o| o.hash == hash && o.kind == kind)
+    };
+    let refuse = |what: String| {
+        SimError::Invalid(format!(
+            "{}: {what} (a baked scene may name only objects of its own manifest)",
+            dir.display()
+        ))
+    };
+    for (i, source) in baked.scene.particles.iter().enumerate() {
+        if let ParticleOrigin::File(file) = &source.origin {
+            // `BakedScene::validate` already refused names that are not object names.
+            let hash = particle_object(file)
+                .ok_or_else(|| refuse(format!("particles[{i}].file {file:?} is not an object")))?;
+            if !listed(hash, AssetKind::SimState) {
+                return Err(refuse(format!(
+                    "particles[{i}].file {file:?} is not a particle object of the manifest"
+                )));
+            }
+        }
+    }
+    for (i, body) in baked.bodies.iter().enumerate() {
+        if !listed(&body.object, AssetKind::ParticleBody) {
+            return Err(refuse(format!(
+                "bodies[{i}] object {} is not a particle body of the manifest",
+                body.object
+            )));
+        }
+    }
+    // Check the particle objects' hashes before the scene reads them.
+    for source in &baked.scene.particles {
+        if let ParticleOrigin::File(file) = &source.origin
+            && let Some(hash) = particle_object(file)
+        {
+            read_object::<SimState>(dir, hash, &limits)?;
+        }
+    }
+    Ok(baked)
 }
 
 /// Starts a simulation of `setup` on `backend`, in core.
@@ -222,12 +314,72 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> SimError {
     SimError::Invalid(format!("cannot write {}: {e}", path.display()))
 }
 
+/// A `.pellet` write failed: its error names the path already.
+fn save_err(e: pellet_formats::WriteError) -> SimError {
+    SimError::Invalid(e.to_string())
+}
+
+/// Refuses, before any loading or stepping, output paths that could not be
+/// written at the end: `--save`, `--stats`, `--save-dir`, `--out`.
+pub fn check_outputs(options: &RunOptions) -> Result<(), SimError> {
+    let file = |flag: &str, p: &Path| {
+        pellet_formats::io::check_output_file(p)
+            .map_err(|e| SimError::Invalid(format!("{flag} {}: {e}", p.display())))
+    };
+    let folder = |flag: &str, p: &Path| {
+        pellet_formats::io::check_output_folder(p)
+            .map_err(|e| SimError::Invalid(format!("{flag} {}: {e}", p.display())))
+    };
+    if let Some(p) = &options.save {
+        file("--save", p)?;
+    }
+    if let Some(p) = &options.stats {
+        file("--stats", p)?;
+    }
+    if let Some(p) = &options.save_dir {
+        folder("--save-dir", p)?;
+    }
+    if let Some(f) = &options.frames {
+        folder("--out", &f.out)?;
+    }
+    Ok(())
+}
+
+/// Largest statistic a sane run reaches: a kinetic energy or speed beyond
+/// these (or not finite) means the run blew up.
+fn check_stats(stats: &StepStats) -> Result<(), SimError> {
+    let what = if !stats.kinetic_energy.is_finite() {
+        format!("the kinetic energy is {} J", stats.kinetic_energy)
+    } else if !stats.max_speed.is_finite()
+        || stats.max_speed > f64::from(pellet_formats::assets::MAX_SPEED_M_S)
+    {
+        format!(
+            "the fastest particle moves at {:.3e} m/s, beyond the speed of light",
+            stats.max_speed
+        )
+    } else {
+        return Ok(());
+    };
+    Err(SimError::BlewUp {
+        step: stats.step,
+        what: format!("{what} (time step too large, or forces beyond what the scene can hold?)"),
+    })
+}
+
 /// Runs `scene_path` headless. `progress(step, total)` is called after each batch.
 pub fn run_headless(
     scene_path: &Path,
     options: &RunOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<RunSummary, SimError> {
+    check_outputs(options)?;
+    if let Some(steps) = options.steps
+        && steps > MAX_STEPS
+    {
+        return Err(SimError::Invalid(format!(
+            "--steps {steps} is more than the limit of {MAX_STEPS} steps per run"
+        )));
+    }
     let cache = options.cache_dir.clone().or_else(default_cache_dir);
     let setup = load_setup_cached(scene_path, options.grid, cache)?;
     if setup.particles.is_empty() {
@@ -241,11 +393,28 @@ pub fn run_headless(
             .unwrap_or_else(|| ((1.0 / 60.0) / setup.dt).round().max(1.0) as u64)
     });
     let total = match (&options.frames, frame_every) {
-        (Some(f), Some(k)) => f.count.saturating_sub(1) * k,
-        _ => options
-            .steps
-            .unwrap_or_else(|| (setup.duration / setup.dt).ceil() as u64),
+        (Some(f), Some(k)) => f.count.saturating_sub(1).saturating_mul(k),
+        _ => match options.steps {
+            Some(steps) => steps,
+            None => {
+                let steps = (setup.duration / setup.dt).ceil();
+                if !(steps <= MAX_STEPS as f64) {
+                    return Err(SimError::Invalid(format!(
+                        "{}: simulation.duration {} s at a time step of {:.3e} s is {steps:.3e} steps, more than the limit of {MAX_STEPS}; lengthen the time step or give --steps",
+                        scene_path.display(),
+                        setup.duration,
+                        setup.dt
+                    )));
+                }
+                steps as u64
+            }
+        },
     };
+    if total > MAX_STEPS {
+        return Err(SimError::Invalid(format!(
+            "the run would take {total} steps, more than the limit of {MAX_STEPS}"
+        )));
+    }
     if options.save_every.is_some() != options.save_dir.is_some() {
         return Err(SimError::Invalid(
             "--save-every and --save-dir go together".into(),
@@ -255,9 +424,6 @@ pub fn run_headless(
         return Err(SimError::Invalid(
             "step intervals must be at least 1".into(),
         ));
-    }
-    if let Some(dir) = &options.save_dir {
-        std::fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
     }
     let mut stats_out = match &options.stats {
         Some(p) => Some(std::io::BufWriter::new(
@@ -329,6 +495,7 @@ pub fn run_headless(
         }
         if step % options.stats_every == 0 || step == total {
             last = sim.stats()?;
+            check_stats(&last)?;
             if let Some(out) = &mut stats_out {
                 serde_json::to_writer(&mut *out, &last)
                     .map_err(|e| SimError::Invalid(e.to_string()))?;
@@ -341,7 +508,7 @@ pub fn run_headless(
             && step % k == 0
         {
             let path = dir.join(format!("state_{step:08}.pellet"));
-            write_asset(&path, &sim.snapshot()?).map_err(|e| write_err(&path, e))?;
+            write_asset(&path, &sim.snapshot()?).map_err(save_err)?;
             saved.push(path);
         }
         progress(step, total);
@@ -351,7 +518,8 @@ pub fn run_headless(
     }
     let seconds = started.elapsed().as_secs_f64();
     if let Some(path) = &options.save {
-        write_asset(path, &sim.snapshot()?).map_err(|e| write_err(path, e))?;
+        check_stats(&sim.stats()?)?;
+        write_asset(path, &sim.snapshot()?).map_err(save_err)?;
         saved.push(path.clone());
     }
     let steps = sim.steps();

@@ -177,6 +177,119 @@ pub struct SimSetup {
     pub slots: u32,
     /// Simulated seconds a headless run takes when not told a step count.
     pub duration: f64,
+    /// The domain box, metres: lower corner.
+    pub domain_min: [f32; 3],
+    /// The domain box, metres: upper corner.
+    pub domain_max: [f32; 3],
+    /// Faces of the domain that are walls, as bits: `1 << (2 * axis)` the
+    /// lower face of `axis`, `1 << (2 * axis + 1)` the upper one. A particle
+    /// whose centre is more than its radius beyond a closed face has gone
+    /// through the wall: the run stops (`SimError::Escaped`).
+    pub closed_faces: u32,
+}
+
+/// Whether the particle at `p` (`xyz` centre, `w` radius) lies more than its
+/// radius beyond one of the `closed` faces of the box `lo..hi` (the test the
+/// kernels make each step; NaN compares false). Returns the face bit.
+pub fn escaped_face(p: [f32; 4], lo: [f32; 3], hi: [f32; 3], closed: u32) -> Option<u32> {
+    (0..3).find_map(|a| {
+        if closed & (1 << (2 * a)) != 0 && p[a] < lo[a] - p[3] {
+            Some(1 << (2 * a))
+        } else if closed & (1 << (2 * a + 1)) != 0 && p[a] > hi[a] + p[3] {
+            Some(1 << (2 * a + 1))
+        } else {
+            None
+        }
+    })
+}
+
+/// `x min`, `y max`, ... for a face bit of [`SimSetup::closed_faces`].
+pub fn face_name(bit: u32) -> String {
+    let k = bit.trailing_zeros();
+    format!(
+        "{} {}",
+        ["x", "y", "z"][(k / 2).min(2) as usize],
+        if k % 2 == 0 { "min" } else { "max" }
+    )
+}
+
+/// Overlap, as a fraction of the smaller diameter, above which starting
+/// particles are reported: saved settled piles overlap by well under this,
+/// duplicated or misplaced particles by far more (coincident ones by 100 %).
+pub const OVERLAP_WARNING: f32 = 0.05;
+
+/// Pairs of particles (not of the same body) that start overlapping by more
+/// than [`OVERLAP_WARNING`] of the smaller diameter: their count, and the
+/// worst one as (persistent ids, overlap in metres, fraction of the smaller
+/// diameter).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InitialOverlaps {
+    /// Pairs over the threshold.
+    pub pairs: u64,
+    /// The deepest: ids `a < b`.
+    pub worst: (u32, u32),
+    /// Its overlap, metres.
+    pub depth: f32,
+    /// Its overlap over the smaller diameter.
+    pub fraction: f32,
+}
+
+/// Finds [`InitialOverlaps`] with a hash grid of cells twice the largest
+/// radius (each pair is tested once). `None` when no pair is over the threshold.
+pub fn initial_overlaps(particles: &ParticleArrays) -> Option<InitialOverlaps> {
+    let n = particles.len();
+    let r_max = particles.pos.iter().map(|p| p[3]).fold(0.0f32, f32::max);
+    if n < 2 || !(r_max > 0.0) {
+        return None;
+    }
+    let cell = 2.0 * r_max;
+    let key = |p: &[f32; 4]| -> [i64; 3] { std::array::from_fn(|a| (p[a] / cell).floor() as i64) };
+    let mut cells: std::collections::HashMap<[i64; 3], Vec<u32>> =
+        std::collections::HashMap::with_capacity(n);
+    for (i, p) in particles.pos.iter().enumerate() {
+        cells.entry(key(p)).or_default().push(i as u32);
+    }
+    let mut found: Option<InitialOverlaps> = None;
+    for (i, p) in particles.pos.iter().enumerate() {
+        let c = key(p);
+        for dz in -1..=1 {
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    let Some(list) = cells.get(&[c[0] + dx, c[1] + dy, c[2] + dz]) else {
+                        continue;
+                    };
+                    for &j in list {
+                        let j = j as usize;
+                        let body = particles.meta[i][2];
+                        if j <= i || (body != FREE && body == particles.meta[j][2]) {
+                            continue;
+                        }
+                        let q = &particles.pos[j];
+                        let d = ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2))
+                            .sqrt();
+                        let depth = p[3] + q[3] - d;
+                        let fraction = depth / (2.0 * p[3].min(q[3]));
+                        if fraction > OVERLAP_WARNING {
+                            let (a, b) = (particles.meta[i][0], particles.meta[j][0]);
+                            let f = found.get_or_insert(InitialOverlaps {
+                                pairs: 0,
+                                worst: (a.min(b), a.max(b)),
+                                depth,
+                                fraction,
+                            });
+                            f.pairs += 1;
+                            if depth > f.depth {
+                                f.worst = (a.min(b), a.max(b));
+                                f.depth = depth;
+                                f.fraction = fraction;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Normal damping ratio `beta` giving restitution `e` for a linear spring-dashpot.
@@ -399,6 +512,47 @@ impl SimSetup {
             )));
         }
 
+        let closed_faces = if scene.domain.walls {
+            (0..3)
+                .filter(|&a| !scene.domain.periodic[a])
+                .fold(0u32, |m, a| m | (0b11 << (2 * a)))
+        } else {
+            0
+        };
+        // A body (or particle) that starts through a closed face would be
+        // pushed out by the wall at once: refuse it with where it is.
+        for (i, p) in particles.pos.iter().enumerate() {
+            if let Some(face) = escaped_face(*p, scene.domain.min, scene.domain.max, closed_faces) {
+                let body = particles.meta[i][2];
+                let what = if body == FREE {
+                    format!("particle {}", particles.meta[i][0])
+                } else {
+                    format!(
+                        "body {} (particle {})",
+                        body_names.get(body as usize).map_or("?", String::as_str),
+                        particles.meta[i][0]
+                    )
+                };
+                return Err(SimError::Invalid(format!(
+                    "{what} starts at {:?}, beyond the {} wall of the domain {:?}..{:?}",
+                    [p[0], p[1], p[2]],
+                    face_name(face),
+                    scene.domain.min,
+                    scene.domain.max
+                )));
+            }
+        }
+        if let Some(o) = initial_overlaps(&particles) {
+            tracing::warn!(
+                "{} pairs of particles start overlapping by more than {:.0} % of their diameter (worst: particles {} and {}, {:.3e} m, {:.0} % of the smaller diameter): they will push apart violently; check the particle file for duplicates",
+                o.pairs,
+                OVERLAP_WARNING * 100.0,
+                o.worst.0,
+                o.worst.1,
+                o.depth,
+                o.fraction * 100.0
+            );
+        }
         let max_radius = particles.pos.iter().map(|p| p[3]).fold(0.0f32, f32::max);
         let min_radius = particles
             .pos
@@ -470,6 +624,9 @@ impl SimSetup {
             integrator: scene.simulation.integrator,
             slots,
             duration: scene.simulation.duration,
+            domain_min: scene.domain.min,
+            domain_max: scene.domain.max,
+            closed_faces,
         })
     }
 
@@ -560,6 +717,10 @@ impl SimSetup {
             inv_cell: 1.0 / g.cell_size,
             body_count: self.bodies.len() as u32,
             pad: 0,
+            domain_min: self.domain_min,
+            closed_faces: self.closed_faces,
+            domain_max: self.domain_max,
+            pad2: 0,
         }
     }
 }
@@ -596,6 +757,14 @@ pub struct Params {
     pub body_count: u32,
     /// Padding to 16 bytes.
     pub pad: u32,
+    /// Domain lower corner, metres.
+    pub domain_min: [f32; 3],
+    /// Closed domain faces ([`SimSetup::closed_faces`]).
+    pub closed_faces: u32,
+    /// Domain upper corner, metres.
+    pub domain_max: [f32; 3],
+    /// Padding to 16 bytes.
+    pub pad2: u32,
 }
 
 /// Adds the copies of one `[[bodies]]` entry: a [`BodyGpu`] each, and its

@@ -26,6 +26,15 @@ struct Params {
     inv_cell: f32,
     body_count: u32,
     pad1: u32,
+    lo_x: f32,
+    lo_y: f32,
+    lo_z: f32,
+    // Closed (walled) domain faces: bit 2a the lower face of axis a, 2a+1 the upper.
+    closed: u32,
+    hi_x: f32,
+    hi_y: f32,
+    hi_z: f32,
+    pad2: u32,
 }
 
 // A rigid body (BodyGpu in body.rs).
@@ -74,6 +83,8 @@ const C_MAX_OCCUPANCY: u32 = 2u;
 const C_OVERFLOWS: u32 = 3u;
 const C_NAN_STEP: u32 = 4u;
 const C_NAN_ID: u32 = 5u;
+const C_ESCAPE_STEP: u32 = 6u;
+const C_ESCAPE_ID: u32 = 7u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> mode: Mode;
@@ -511,12 +522,32 @@ fn bad(v: vec3<f32>) -> bool {
     return any(e == vec3<u32>(EXP_MASK));
 }
 
+// Whether the centre lies more than the radius beyond a closed domain face
+// (escaped_face in setup.rs); NaN compares false.
+fn escaped(p: vec4<f32>) -> bool {
+    let lo = vec3<f32>(params.lo_x, params.lo_y, params.lo_z) - vec3<f32>(p.w);
+    let hi = vec3<f32>(params.hi_x, params.hi_y, params.hi_z) + vec3<f32>(p.w);
+    let c = params.closed;
+    let below = p.xyz < lo;
+    let above = p.xyz > hi;
+    return (below.x && (c & 1u) != 0u) || (above.x && (c & 2u) != 0u)
+        || (below.y && (c & 4u) != 0u) || (above.y && (c & 8u) != 0u)
+        || (below.z && (c & 16u) != 0u) || (above.z && (c & 32u) != 0u);
+}
+
 fn check_finite(i: u32, p: vec4<f32>, v: vec4<f32>, w: vec4<f32>) {
     if (bad(p.xyz) || bad(v.xyz) || bad(w.xyz)) {
         let step = clock[0];
         let prev = atomicMin(&counters[C_NAN_STEP], step);
         if (prev >= step) {
             atomicMin(&counters[C_NAN_ID], pinfo[i].x);
+        }
+    }
+    if (escaped(p)) {
+        let step = clock[0];
+        let prev = atomicMin(&counters[C_ESCAPE_STEP], step);
+        if (prev >= step) {
+            atomicMin(&counters[C_ESCAPE_ID], pinfo[i].x);
         }
     }
 }
