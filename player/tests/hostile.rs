@@ -217,7 +217,7 @@ fn a_run_that_blows_up_fails_and_saves_nothing() {
         .replace("gravity = [0, -9.81, 0]", "gravity = [0, -1e30, 0]");
     std::fs::write(&scene, text).unwrap();
     let scene = scene.to_str().unwrap();
-    for backend in ["cpu", "gpu"] {
+    for (backend, budget) in [("cpu", "1GiB"), ("gpu", "1GiB"), ("gpu", "1660KiB")] {
         let out = player(&[
             "run",
             scene,
@@ -226,6 +226,10 @@ fn a_run_that_blows_up_fails_and_saves_nothing() {
             "20",
             "--backend",
             backend,
+            "--device-budget",
+            budget,
+            "--grid",
+            "dense",
             "--save",
             save.to_str().unwrap(),
             "--save-every",
