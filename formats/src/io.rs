@@ -46,7 +46,11 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
             return "socket";
         }
     }
-    if meta.is_dir() { "folder" } else { "special file" }
+    if meta.is_dir() {
+        "folder"
+    } else {
+        "special file"
+    }
 }
 
 /// The metadata of `path` (links followed) if it is a regular file; a
@@ -128,7 +132,8 @@ pub fn check_output_folder(dir: &Path) -> Result<(), String> {
         return Err("exists and is not a folder".into());
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the folder: {e}"))?;
-    check_output_file(&dir.join("probe")).map_err(|e| e.replace(&format!("in {}: ", dir.display()), ": "))
+    check_output_file(&dir.join("probe"))
+        .map_err(|e| e.replace(&format!("in {}: ", dir.display()), ": "))
 }
 
 /// Reads the file's bytes, never more than its header allows: the header is

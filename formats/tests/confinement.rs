@@ -64,9 +64,8 @@ fn output_paths_are_checked_without_writing() {
 
 fn baked_with_file(file: &str) -> BakedScene {
     let mut baked = common::baked_scene();
-    let text = format!(
-        "[domain]\nmin = [0, 0, 0]\nmax = [1, 1, 1]\n[[particles]]\nfile = \"{file}\"\n"
-    );
+    let text =
+        format!("[domain]\nmin = [0, 0, 0]\nmax = [1, 1, 1]\n[[particles]]\nfile = \"{file}\"\n");
     baked.scene = pellet_formats::Scene::parse(&text, Path::new("s.toml")).unwrap();
     baked.bodies.clear();
     baked

@@ -411,8 +411,7 @@ fn main() -> ExitCode {
     quiet_device_select();
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    if cli.command.is_some()
-        && (cli.scene.is_some() || cli.headless || cli.frames.frames.is_some())
+    if cli.command.is_some() && (cli.scene.is_some() || cli.headless || cli.frames.frames.is_some())
     {
         eprintln!(
             "player: a scene and --headless/--frames go after the subcommand (player run SCENE --headless) or without one (player SCENE --headless --frames N --out DIR)"

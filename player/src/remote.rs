@@ -342,7 +342,8 @@ impl RemoteFolder {
             }
             let object_url = format!("{}/{}.pellet", self.base, entry.hash);
             let limit = entry.size.min(MAX_OBJECT_BYTES);
-            let Fetched::Body { bytes: data, .. } = get(&self.agent, &object_url, limit, None, &deadline)?
+            let Fetched::Body { bytes: data, .. } =
+                get(&self.agent, &object_url, limit, None, &deadline)?
             else {
                 return Err(err(&object_url, "answered 304 to an unconditional request"));
             };

@@ -124,9 +124,10 @@ impl RateMeter {
     fn record(&mut self, at: Instant, steps: u64) {
         self.samples.push_back((at, steps));
         while self.samples.len() > 2
-            && self.samples.front().is_some_and(|(t, _)| {
-                at.duration_since(*t).as_secs_f64() > Self::WINDOW_S
-            })
+            && self
+                .samples
+                .front()
+                .is_some_and(|(t, _)| at.duration_since(*t).as_secs_f64() > Self::WINDOW_S)
         {
             self.samples.pop_front();
         }

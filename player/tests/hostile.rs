@@ -129,7 +129,12 @@ fn a_baked_folder_reads_nothing_outside_itself_from_disk_or_http() {
     let dir = tempfile::tempdir().unwrap();
     let site = dir.path().join("site");
     std::fs::write(dir.path().join("secret.csv"), "0.5,0.5,0.5\n").unwrap();
-    let cases = ["/etc/passwd", "../../secret.csv", "../secret.csv", "/dev/zero"];
+    let cases = [
+        "/etc/passwd",
+        "../../secret.csv",
+        "../secret.csv",
+        "/dev/zero",
+    ];
     for (k, file) in cases.iter().enumerate() {
         hostile_folder(&site.join(format!("evil{k}")), file, &[]);
     }
@@ -183,7 +188,11 @@ fn local_particle_files_must_be_regular_files_of_bounded_size() {
             .success()
     );
     for (name, file, expect) in [
-        ("zero.toml", "/dev/zero", "character device, not a regular file"),
+        (
+            "zero.toml",
+            "/dev/zero",
+            "character device, not a regular file",
+        ),
         ("fifo.toml", "pipe.csv", "FIFO, not a regular file"),
         ("dir.toml", ".", "folder, not a regular file"),
     ] {
@@ -193,10 +202,7 @@ fn local_particle_files_must_be_regular_files_of_bounded_size() {
             &format!("[[particles]]\nfile = \"{file}\"\n"),
         );
         let started = Instant::now();
-        let line = one_line(&player(&[
-            "info",
-            scene.to_str().unwrap(),
-        ]));
+        let line = one_line(&player(&["info", scene.to_str().unwrap()]));
         assert!(line.contains(expect), "{line}");
         assert!(started.elapsed() < Duration::from_secs(20), "{line}");
     }
@@ -241,7 +247,10 @@ fn a_run_that_blows_up_fails_and_saves_nothing() {
         ]);
         let line = one_line(&out);
         assert!(line.contains("blew up at step 1"), "{backend}: {line}");
-        assert!(line.contains("left the domain through the y min wall"), "{line}");
+        assert!(
+            line.contains("left the domain through the y min wall"),
+            "{line}"
+        );
         assert!(line.contains("particle "), "{line}");
         assert!(!save.exists(), "{backend}: saved a blown-up state");
         assert_eq!(std::fs::read_dir(&every).unwrap().count(), 0);
@@ -341,7 +350,15 @@ fn outputs_are_checked_before_the_run() {
         ("--save-dir", file_in_file.to_str().unwrap()),
     ] {
         let mut args = vec![
-            "run", scene, "--headless", "--steps", "1000000", "--backend", "cpu", flag, value,
+            "run",
+            scene,
+            "--headless",
+            "--steps",
+            "1000000",
+            "--backend",
+            "cpu",
+            flag,
+            value,
         ];
         if flag == "--save-dir" {
             args.extend(["--save-every", "10"]);
@@ -367,7 +384,10 @@ fn outputs_are_checked_before_the_run() {
             flag,
             "/nodir/x",
         ]));
-        assert!(line.contains(flag) && line.contains("does not exist"), "{line}");
+        assert!(
+            line.contains(flag) && line.contains("does not exist"),
+            "{line}"
+        );
     }
 }
 
@@ -418,7 +438,11 @@ fn coincident_particles_are_reported() {
         "0.5,0.5,0.5\n0.5005,0.5,0.5\n0.6,0.5,0.5\n0.6,0.5,0.5005\n0.3,0.3,0.3\n",
     )
     .unwrap();
-    let scene = write_scene(dir.path(), "dup.toml", "[[particles]]\nfile = \"dup.csv\"\n");
+    let scene = write_scene(
+        dir.path(),
+        "dup.toml",
+        "[[particles]]\nfile = \"dup.csv\"\n",
+    );
     let out = player(&[
         "run",
         scene.to_str().unwrap(),
@@ -488,8 +512,26 @@ fn rough_edges_of_the_command_line() {
     let scene = scene.to_str().unwrap();
     // Global flags before and after the subcommand.
     for args in [
-        vec!["-v", "run", scene, "--headless", "--steps", "2", "--backend", "cpu"],
-        vec!["run", scene, "--headless", "--steps", "2", "--backend", "cpu", "-v"],
+        vec![
+            "-v",
+            "run",
+            scene,
+            "--headless",
+            "--steps",
+            "2",
+            "--backend",
+            "cpu",
+        ],
+        vec![
+            "run",
+            scene,
+            "--headless",
+            "--steps",
+            "2",
+            "--backend",
+            "cpu",
+            "-v",
+        ],
     ] {
         let out = player(&args);
         assert!(
@@ -501,7 +543,14 @@ fn rough_edges_of_the_command_line() {
     // A saved state where a scene belongs: what it is and how to use it.
     let save = dir.path().join("state.pellet");
     let out = player(&[
-        "run", scene, "--headless", "--steps", "2", "--backend", "cpu", "--save",
+        "run",
+        scene,
+        "--headless",
+        "--steps",
+        "2",
+        "--backend",
+        "cpu",
+        "--save",
         save.to_str().unwrap(),
     ]);
     assert!(out.status.success());

@@ -21,7 +21,8 @@ pub use manifest::{Manifest, ManifestEntry, is_object_hash};
 pub use overlap_table::{OverlapTable, SamplingMethod};
 pub use particle_body::{BakeReport, BakeSource, FillMode, MAX_GRID_SIDE, ParticleBody};
 pub use sim_state::{
-    BodyState, FREE_PARTICLE, MAX_ANGULAR_SPEED, MAX_POSITION_M, MAX_RADIUS_M, MAX_SPEED_M_S, SimState,
+    BodyState, FREE_PARTICLE, MAX_ANGULAR_SPEED, MAX_POSITION_M, MAX_RADIUS_M, MAX_SPEED_M_S,
+    SimState,
 };
 pub use summary::{Summary, SummaryValue, Widen};
 

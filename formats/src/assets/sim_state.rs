@@ -138,7 +138,12 @@ impl Asset for SimState {
         validate::all_finite("body_angular_velocities", &self.body_angular_velocities)?;
         for (i, b) in self.bodies.iter().enumerate() {
             let field = format!("bodies[{i}]");
-            validate::all_bounded(&format!("{field}.position"), &[b.position], MAX_POSITION_M, "m")?;
+            validate::all_bounded(
+                &format!("{field}.position"),
+                &[b.position],
+                MAX_POSITION_M,
+                "m",
+            )?;
             validate::all_finite(&field, &[b.linear_momentum, b.angular_momentum])?;
             validate::all_finite(&field, &[b.orientation])?;
             let norm = b.orientation.iter().map(|x| x * x).sum::<f32>().sqrt();

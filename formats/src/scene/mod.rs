@@ -407,12 +407,8 @@ impl Scene {
     pub fn load(path: &Path) -> Result<Self, SceneError> {
         let bytes = crate::io::read_regular_file(path, MAX_SCENE_BYTES)
             .map_err(|e| SceneError::read(path, e))?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            SceneError::read(
-                path,
-                "is not UTF-8 text (a scene is a TOML file)",
-            )
-        })?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| SceneError::read(path, "is not UTF-8 text (a scene is a TOML file)"))?;
         Self::parse(&text, path)
     }
 

@@ -450,9 +450,8 @@ impl CpuSim {
     fn check_nan(&self) {
         let s = &self.state;
         let p = &self.params;
-        let out = |i: usize| {
-            escaped_face(s.pos[i], p.domain_min, p.domain_max, p.closed_faces).is_some()
-        };
+        let out =
+            |i: usize| escaped_face(s.pos[i], p.domain_min, p.domain_max, p.closed_faces).is_some();
         let nan = |i: usize| bad(xyz(&s.pos[i])) || bad(xyz(&s.vel[i])) || bad(xyz(&s.angvel[i]));
         let bad_index = (0..s.len())
             .into_par_iter()

@@ -197,12 +197,9 @@ impl Simulation {
                 let v = state.vel[i];
                 position = [p[0], p[1], p[2]];
                 speed = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-                if let Some(bit) = super::setup::escaped_face(
-                    p,
-                    self.domain.0,
-                    self.domain.1,
-                    self.domain.2,
-                ) {
+                if let Some(bit) =
+                    super::setup::escaped_face(p, self.domain.0, self.domain.1, self.domain.2)
+                {
                     face = super::setup::face_name(bit);
                 }
             }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use pellet_formats::assets::{AssetKind, BakedScene, ParticleBody, SimState, particle_object};
 use pellet_formats::baked_folder::{read_manifest, read_object};
 use pellet_formats::io::write_asset;
-use pellet_formats::scene::ParticleOrigin;
 use pellet_formats::scene::MAX_STEPS;
+use pellet_formats::scene::ParticleOrigin;
 use pellet_formats::{DecodeLimits, Scene};
 use pellet_gpu::{BackendChoice, Gpu};
 
@@ -166,7 +166,9 @@ pub fn refuse_state_file(path: &Path) -> Result<(), SimError> {
         return Err(SimError::Invalid(format!(
             "{}: is a .pellet asset (a saved state or baked body), not a scene: play a scene TOML or a baked folder; to continue from a saved state, name it in a scene's [[particles]] file = \"{}\"; to look inside, run bake inspect {}",
             path.display(),
-            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+            path.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
             path.display()
         )));
     }
@@ -398,7 +400,7 @@ pub fn run_headless(
             Some(steps) => steps,
             None => {
                 let steps = (setup.duration / setup.dt).ceil();
-                if !(steps <= MAX_STEPS as f64) {
+                if steps.is_nan() || steps > MAX_STEPS as f64 {
                     return Err(SimError::Invalid(format!(
                         "{}: simulation.duration {} s at a time step of {:.3e} s is {steps:.3e} steps, more than the limit of {MAX_STEPS}; lengthen the time step or give --steps",
                         scene_path.display(),

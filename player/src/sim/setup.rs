@@ -209,7 +209,7 @@ pub fn face_name(bit: u32) -> String {
     format!(
         "{} {}",
         ["x", "y", "z"][(k / 2).min(2) as usize],
-        if k % 2 == 0 { "min" } else { "max" }
+        if k.is_multiple_of(2) { "min" } else { "max" }
     )
 }
 
@@ -239,7 +239,7 @@ pub struct InitialOverlaps {
 pub fn initial_overlaps(particles: &ParticleArrays) -> Option<InitialOverlaps> {
     let n = particles.len();
     let r_max = particles.pos.iter().map(|p| p[3]).fold(0.0f32, f32::max);
-    if n < 2 || !(r_max > 0.0) {
+    if n < 2 || r_max.is_nan() || r_max <= 0.0 {
         return None;
     }
     let cell = 2.0 * r_max;
@@ -265,8 +265,9 @@ pub fn initial_overlaps(particles: &ParticleArrays) -> Option<InitialOverlaps> {
                             continue;
                         }
                         let q = &particles.pos[j];
-                        let d = ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2))
-                            .sqrt();
+                        let d =
+                            ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2))
+                                .sqrt();
                         let depth = p[3] + q[3] - d;
                         let fraction = depth / (2.0 * p[3].min(q[3]));
                         if fraction > OVERLAP_WARNING {
