@@ -12,20 +12,24 @@ scene="${1:-assets/scenes/ballpit.toml}"
 out=target/demo
 mkdir -p "$out"
 cargo build --release --locked -p pellet-player -p pellet-bake
-./target/release/player gpu
+# Cargo finds the binaries it just built, wherever its target folder is
+# (CARGO_TARGET_DIR, build.target-dir, --target triples); nothing is rebuilt.
+player() { cargo run --release --locked --quiet -p pellet-player --bin player -- "$@"; }
+bake() { cargo run --release --locked --quiet -p pellet-bake --bin bake -- "$@"; }
+player gpu
 echo
-./target/release/bake mesh assets/meshes/bunny.glb -o "$out/bunny.pellet" --resolution 128 --preview "$out/bunny.png"
+bake mesh assets/meshes/bunny.glb -o "$out/bunny.pellet" --resolution 128 --preview "$out/bunny.png"
 echo "preview: $out/bunny.png"
 echo
-./target/release/player info "$scene"
+player info "$scene"
 echo
-./target/release/player run "$scene" --headless --steps 2000 --stats "$out/stats.jsonl" --save "$out/state.pellet"
+player run "$scene" --headless --steps 2000 --stats "$out/stats.jsonl" --save "$out/state.pellet"
 echo
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
     # Play it in the viewer window (close the window to finish).
-    ./target/release/player "$scene"
+    player "$scene"
 else
     echo "no display: rendering frames instead of opening the viewer"
-    ./target/release/player "$scene" --headless --frames 30 --size 960x540 --out "$out/frames"
+    player "$scene" --headless --frames 30 --size 960x540 --out "$out/frames"
     echo "frames: $out/frames/frame_00000.png ... frame_00029.png"
 fi

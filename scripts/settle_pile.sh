@@ -13,10 +13,13 @@ bash scripts/setup.sh
 export NODEVICE_SELECT=1
 cargo build --release --locked -q -p pellet-bake -p pellet-player --bins --examples
 cargo run --release --locked -q -p pellet-bake --example loose_pile -- "$out"
-./target/release/player run "$out/settle_pile.toml" --headless --backend cpu \
+# Cargo finds its binaries wherever its target folder is (CARGO_TARGET_DIR).
+player() { cargo run --release --locked --quiet -p pellet-player --bin player -- "$@"; }
+bake() { cargo run --release --locked --quiet -p pellet-bake --bin bake -- "$@"; }
+player run "$out/settle_pile.toml" --headless --backend cpu \
   --steps "$steps" --stats "$out/stats.jsonl" --stats-every 250 --save "$out/settled.pellet"
-[ -f "$out/table.pellet" ] || ./target/release/bake table -o "$out/table.pellet" --quiet
+[ -f "$out/table.pellet" ] || bake table -o "$out/table.pellet" --quiet
 # Cells of 9 mm (2.25 bead diameters): about 11 beads per occupied cell, as in
 # the generated distributions.
-./target/release/bake validate-table "$out/table.pellet" \
+bake validate-table "$out/table.pellet" \
   --points "$out/settled.pellet" --cell-length 0.009 "${@:3}"

@@ -1,18 +1,20 @@
 //! The `bake` command line: a thin shell over `pellet_bake`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use pellet_bake::bake_mesh::{DEFAULT_DENSITY, MeshBakeSettings, Voxelizer, bake_mesh};
+use pellet_bake::output::Outputs;
 use pellet_bake::progress::Progress;
 use pellet_bake::voxel::Resolution;
 use pellet_bake::voxel::gpu::GpuVoxelizer;
 use pellet_formats::DecodeLimits;
 use pellet_formats::assets::{AnyAsset, FillMode};
+use pellet_formats::error::{WriteError, WriteErrorKind};
 use pellet_gpu::{BackendChoice, Gpu};
 
 /// Pellet's asset processor: turns meshes into particle bodies and checks
@@ -144,6 +146,10 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// No progress spinner (it shows the distribution, ratio and step,
+        /// on a terminal only).
+        #[arg(short, long)]
+        quiet: bool,
     },
     /// Print the header and a summary of `.pellet` files.
     ///
@@ -237,7 +243,8 @@ struct TableArgs {
     /// Ratios tabulated, evenly spaced.
     #[arg(long, default_value_t = 64)]
     ratios: u32,
-    /// Samples per entry.
+    /// Samples per entry (at most 268435456: they are kept in memory, 16
+    /// bytes each, within 4 GiB).
     #[arg(long, default_value_t = 1_000_000)]
     samples: u64,
     /// Seed of the sampler.
@@ -269,7 +276,22 @@ enum Backend {
     Cpu,
 }
 
+/// Silences Mesa's device-select Vulkan layer, which prints
+/// `error: XDG_RUNTIME_DIR is invalid or not set` twice on every GPU command
+/// where that variable is unset; `NODEVICE_SELECT=1` skips the layer (wgpu
+/// chooses the adapter itself). A value the user set is kept.
+#[allow(unsafe_code)]
+fn silence_device_select() {
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: called first thing in `main`, before any thread is spawned
+        // (no logger, progress or GPU thread exists yet), so nothing can read
+        // or write the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
 fn main() -> ExitCode {
+    silence_device_select();
     let cli = Cli::parse();
     let level = match cli.verbose {
         0 => tracing::Level::WARN,
@@ -350,6 +372,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ratios,
             seed,
             json,
+            quiet,
         } => validate_table(
             &table,
             ValidationInputs {
@@ -361,6 +384,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             &ratios,
             seed,
             json,
+            quiet,
         ),
         Command::Inspect {
             files,
@@ -566,6 +590,11 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
         density: args.density,
         scale: args.scale,
     };
+    // Every output is checked (not the input, a writable folder, not a
+    // folder itself) before any work, and written only when all succeeded.
+    let mut targets: Vec<&Path> = vec![&args.output];
+    targets.extend(args.preview.as_deref());
+    let mut outputs = Outputs::prepare(&targets, &[&args.input])?;
     let started = std::time::Instant::now();
     let progress = Progress::new(!args.quiet);
     let gpu_voxelizer = match args.backend {
@@ -587,14 +616,25 @@ fn mesh(args: MeshArgs) -> anyhow::Result<ExitCode> {
             return Err(e.into());
         }
     };
-    progress.stage(format!("writing {}", args.output.display()));
-    let bytes = pellet_formats::io::write_asset(&args.output, &baked.body)?;
-    tracing::debug!(bytes = bytes.len(), "written");
-    if let Some(png) = &args.preview {
-        pellet_bake::preview::write(&baked.body, png)
-            .with_context(|| format!("{}: cannot write the preview", png.display()))?;
-    }
+    let written = (|| -> anyhow::Result<()> {
+        // A glTF's buffer files are known only now: they are inputs too.
+        let inputs: Vec<&Path> = baked.inputs.iter().map(PathBuf::as_path).collect();
+        outputs.refuse_inputs(&inputs)?;
+        progress.stage(format!("writing {}", args.output.display()));
+        let bytes = pellet_formats::container::encode(&baked.body)
+            .map_err(|e| WriteError::new(&args.output, WriteErrorKind::Encode(e)))?;
+        outputs.write(0, &bytes)?;
+        tracing::debug!(bytes = bytes.len(), "written");
+        if let Some(png) = &args.preview {
+            let image = pellet_bake::preview::encode_png(&baked.body)
+                .with_context(|| format!("{}: cannot render the preview", png.display()))?;
+            outputs.write(1, &image)?;
+        }
+        outputs.commit()?;
+        Ok(())
+    })();
     progress.finish();
+    written?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let report = pellet_bake::inspect::inspect(&args.output, &DecodeLimits::default())?;
@@ -646,6 +686,7 @@ fn table(args: TableArgs) -> anyhow::Result<ExitCode> {
             Method::Sobol => pellet_formats::assets::SamplingMethod::Sobol,
         },
     };
+    let mut outputs = Outputs::prepare(&[&args.output], &[])?;
     let started = std::time::Instant::now();
     let progress = Progress::new(!args.quiet);
     progress.stage(format!(
@@ -657,7 +698,10 @@ fn table(args: TableArgs) -> anyhow::Result<ExitCode> {
     let table = pellet_bake::table::bake_table(&settings);
     progress.finish();
     let table = table?;
-    pellet_formats::io::write_asset(&args.output, &table)?;
+    let bytes = pellet_formats::container::encode(&table)
+        .map_err(|e| WriteError::new(&args.output, WriteErrorKind::Encode(e)))?;
+    outputs.write(0, &bytes)?;
+    outputs.commit()?;
     if !args.quiet {
         let worst = table.stderr.iter().copied().fold(0.0f32, f32::max);
         println!(
@@ -693,13 +737,14 @@ struct ValidationInputs {
 }
 
 fn validate_table(
-    path: &std::path::Path,
+    path: &Path,
     inputs: ValidationInputs,
     ratios: &[f64],
     seed: u64,
     json: bool,
+    quiet: bool,
 ) -> anyhow::Result<ExitCode> {
-    use pellet_bake::table_validation::{Distribution, validate, validate_points};
+    use pellet_bake::table_validation::{Distribution, validate_points_with_progress};
     let generated: Vec<Distribution> = if inputs.distributions.is_empty() {
         if inputs.points.is_empty() {
             Distribution::ALL.to_vec()
@@ -732,12 +777,21 @@ fn validate_table(
     let table: pellet_formats::assets::OverlapTable =
         pellet_formats::io::read_asset(path, &DecodeLimits::default())?;
     let table_error = |e| anyhow::anyhow!("{}: {e}", path.display());
-    let progress = Progress::new(true);
+    // A spinner with the distribution, the ratio and the step, on a terminal only.
+    let progress = Progress::new(!quiet);
     let mut rows = Vec::new();
     let result = (|| -> anyhow::Result<()> {
         for d in generated {
-            progress.stage(format!("{}: {} particles", d.name(), inputs.particles));
-            rows.extend(validate(&table, d, inputs.particles, ratios, seed).map_err(table_error)?);
+            progress.stage(format!(
+                "{}: generating {} particles",
+                d.name(),
+                inputs.particles
+            ));
+            let points = d.generate(inputs.particles, seed);
+            rows.extend(
+                validate_points_with_progress(&table, d.name(), &points, ratios, &progress)
+                    .map_err(table_error)?,
+            );
         }
         for file in &inputs.points {
             progress.stage(format!("{}: reading", file.display()));
@@ -749,8 +803,10 @@ fn validate_table(
                 || file.display().to_string(),
                 |s| s.to_string_lossy().into(),
             );
-            progress.stage(format!("{name}: {} particles", points.len()));
-            rows.extend(validate_points(&table, &name, &cells, ratios).map_err(table_error)?);
+            rows.extend(
+                validate_points_with_progress(&table, &name, &cells, ratios, &progress)
+                    .map_err(table_error)?,
+            );
         }
         Ok(())
     })();
@@ -798,17 +854,13 @@ fn validate_table(
 }
 
 /// The files `scene` is made of: itself, its meshes and particle files.
-fn scene_inputs(scene: &std::path::Path) -> Vec<PathBuf> {
+fn scene_inputs(scene: &Path) -> Vec<PathBuf> {
     pellet_formats::Scene::load(scene)
         .map(|s| s.input_files(scene))
         .unwrap_or_else(|_| vec![scene.to_path_buf()])
 }
 
-fn watch(
-    scene: &std::path::Path,
-    output: &std::path::Path,
-    max_bakes: Option<u64>,
-) -> anyhow::Result<ExitCode> {
+fn watch(scene: &Path, output: &Path, max_bakes: Option<u64>) -> anyhow::Result<ExitCode> {
     let mut bakes = 0u64;
     loop {
         let started = std::time::Instant::now();

@@ -72,6 +72,16 @@ pub fn render(body: &ParticleBody) -> RgbImage {
     img
 }
 
+/// Renders the preview as PNG bytes.
+pub fn encode_png(body: &ParticleBody) -> Result<Vec<u8>, image::ImageError> {
+    let mut bytes = Vec::new();
+    render(body).write_to(
+        &mut std::io::Cursor::new(&mut bytes),
+        image::ImageFormat::Png,
+    )?;
+    Ok(bytes)
+}
+
 /// Renders and writes the preview PNG to `path`.
 pub fn write(body: &ParticleBody, path: &Path) -> Result<(), image::ImageError> {
     render(body).save_with_format(path, image::ImageFormat::Png)

@@ -1,6 +1,7 @@
 //! A progress spinner on stderr that appears only for work over a second,
 //! only on a terminal, and never with `--quiet`.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -9,13 +10,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 #[derive(Debug, Clone)]
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// Every stage named, for tests ([`Progress::recording`]).
+    log: Option<Arc<Mutex<Vec<String>>>>,
 }
 
 impl Progress {
     /// A spinner that shows itself after one second if stderr is a terminal.
     pub fn new(enabled: bool) -> Self {
         if !enabled {
-            return Self { bar: None };
+            return Self::hidden();
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         bar.set_style(
@@ -31,18 +34,45 @@ impl Progress {
                 delayed.enable_steady_tick(Duration::from_millis(100));
             }
         });
-        Self { bar: Some(bar) }
+        Self {
+            bar: Some(bar),
+            log: None,
+        }
     }
 
     /// No output at all.
     pub fn hidden() -> Self {
-        Self { bar: None }
+        Self {
+            bar: None,
+            log: None,
+        }
+    }
+
+    /// No output; remembers every stage for [`Progress::stages`] (tests).
+    pub fn recording() -> Self {
+        Self {
+            bar: None,
+            log: Some(Arc::default()),
+        }
+    }
+
+    /// The stages named so far, when [`Progress::recording`].
+    pub fn stages(&self) -> Vec<String> {
+        self.log
+            .as_ref()
+            .and_then(|l| l.lock().ok().map(|l| l.clone()))
+            .unwrap_or_default()
     }
 
     /// Names the current stage.
     pub fn stage(&self, message: impl Into<String>) {
         let message = message.into();
         tracing::debug!("{message}");
+        if let Some(log) = &self.log
+            && let Ok(mut log) = log.lock()
+        {
+            log.push(message.clone());
+        }
         if let Some(bar) = &self.bar {
             bar.set_message(message);
         }

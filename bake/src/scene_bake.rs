@@ -92,7 +92,9 @@ pub fn bake_scene(
 ) -> Result<SceneBakeReport, BakeError> {
     let mut scene = Scene::load(scene_path)?;
     let dir = scene_path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    // The folder must be one (created if missing) that can be written, checked
+    // before any body is baked.
+    crate::output::prepare_folder(out)?;
     let existing = existing_bodies(out);
     let kind = match voxelizer {
         Voxelizer::Gpu(_) => "gpu",

@@ -20,6 +20,33 @@ use pellet_formats::scene::Rng;
 /// Independent batches per entry, for the standard error.
 pub const BATCHES: usize = 16;
 
+/// Most memory the samples may take, bytes (4 GiB): all `(T_x, T_y)` pairs
+/// are kept (16 bytes each) and reused for every ratio and offset, so
+/// `samples` is at most 2^28 = 268 435 456 per entry (the default is 10^6).
+pub const MAX_SAMPLE_BYTES: u64 = 4 << 30;
+
+/// Bytes one sample takes.
+const SAMPLE_BYTES: u64 = size_of::<[f64; 2]>() as u64;
+
+/// Most samples per entry, from [`MAX_SAMPLE_BYTES`].
+pub const MAX_SAMPLES: u64 = MAX_SAMPLE_BYTES / SAMPLE_BYTES;
+
+/// `bytes` in binary units, three significant figures: `14.6 TiB`.
+fn binary_size(bytes: u64) -> String {
+    let mut value = bytes as f64;
+    for unit in ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"] {
+        if value < 1024.0 || unit == "PiB" {
+            return if unit == "bytes" {
+                format!("{bytes} bytes")
+            } else {
+                format!("{value:.1} {unit}")
+            };
+        }
+        value /= 1024.0;
+    }
+    format!("{bytes} bytes")
+}
+
 /// How to bake a table.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TableSettings {
@@ -68,6 +95,16 @@ pub enum TableError {
     /// Too few samples for the batches.
     #[error("need at least {BATCHES} samples, not {0}")]
     Samples(u64),
+    /// More samples than [`MAX_SAMPLE_BYTES`] holds; refused before allocating.
+    #[error(
+        "{samples} samples per entry need {} of memory, more than the {} limit (at most {MAX_SAMPLES} samples)",
+        binary_size(samples.saturating_mul(SAMPLE_BYTES)),
+        binary_size(MAX_SAMPLE_BYTES)
+    )]
+    TooManySamples {
+        /// Samples asked for.
+        samples: u64,
+    },
 }
 
 /// Triangular CDF on [-1, 1] with mode 0.
@@ -214,6 +251,12 @@ pub fn bake_table(settings: &TableSettings) -> Result<OverlapTable, TableError> 
     if settings.samples < BATCHES as u64 {
         return Err(TableError::Samples(settings.samples));
     }
+    // MAX_SAMPLES is whole batches, so rounding up to batches stays within it.
+    if settings.samples > MAX_SAMPLES {
+        return Err(TableError::TooManySamples {
+            samples: settings.samples,
+        });
+    }
     let ratios: Vec<f64> = (0..settings.ratios)
         .map(|i| {
             if settings.ratios == 1 {
@@ -292,6 +335,13 @@ mod tests {
         for w in [0.0, 0.1, 0.5, 0.75, 0.999] {
             assert!((tri_cdf(tri_inv(w)) - w).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn sample_sizes_read_in_binary_units() {
+        assert_eq!(binary_size(1000), "1000 bytes");
+        assert_eq!(binary_size(4 << 30), "4.0 GiB");
+        assert_eq!(binary_size(16_000_000_000_000), "14.6 TiB");
     }
 
     #[test]

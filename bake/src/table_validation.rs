@@ -11,6 +11,8 @@ use pellet_formats::estimate::{CellCounts, RatioOutOfRange, calibration_factor};
 use pellet_formats::scene::Rng;
 use serde::Serialize;
 
+use crate::progress::Progress;
+
 /// A test distribution, in units of the grid cell length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -315,6 +317,18 @@ pub fn validate_points(
     points: &[[f64; 3]],
     ratios: &[f64],
 ) -> Result<Vec<ValidationRow>, RatioOutOfRange> {
+    validate_points_with_progress(table, name, points, ratios, &Progress::hidden())
+}
+
+/// [`validate_points`], naming each step on `progress`: the distribution,
+/// the ratio (`k of n`) and the step (model, exact counts, fit).
+pub fn validate_points_with_progress(
+    table: &OverlapTable,
+    name: &str,
+    points: &[[f64; 3]],
+    ratios: &[f64],
+    progress: &Progress,
+) -> Result<Vec<ValidationRow>, RatioOutOfRange> {
     if points.is_empty() {
         return Ok(Vec::new());
     }
@@ -329,13 +343,22 @@ pub fn validate_points(
         .map(|p| std::array::from_fn(|k| p[k] - lo[k]))
         .collect();
     let points = &shifted;
+    progress.stage(format!("{name}: {particles} particles: binning into cells"));
     let grid = Grid::new(points);
     let counts = CellCounts {
         dims: grid.dims.map(|d| d as u32),
         counts: &grid.counts,
     };
     let mut rows = Vec::new();
-    for &ratio in ratios {
+    for (k, &ratio) in ratios.iter().enumerate() {
+        let step = |what: &str| {
+            progress.stage(format!(
+                "{name}: {particles} particles, eps/l {ratio} ({} of {}): {what}",
+                k + 1,
+                ratios.len()
+            ));
+        };
+        step("model estimate");
         let at = table.at(ratio)?;
         let refine = ((2.0 / ratio).floor() as u32).max(1);
         let refined = if refine == 1 {
@@ -346,6 +369,7 @@ pub fn validate_points(
         let features = CellFeatures::new(&counts, &at, refined);
         let estimated = features.columns[0].clone();
         let refined = features.columns.get(4).unwrap_or(&estimated).clone();
+        step("exact counts");
         let start = std::time::Instant::now();
         let exact = grid.exact_means(ratio);
         let exact_seconds = start.elapsed().as_secs_f64();
@@ -388,6 +412,7 @@ pub fn validate_points(
             .step_by(64)
             .map(|&c| (c, exact[c]))
             .collect();
+        step("fitting");
         let fit = FittedEstimate::fit(&features, &sample).ok();
         let (fitted_correlation, fitted_rmse) = match &fit {
             Some(fit) => compare(&held_out, &fit.predict_all(&features), &exact),

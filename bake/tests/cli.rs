@@ -609,3 +609,498 @@ fn bake_watch_rebakes_after_an_edit_and_survives_a_broken_one() {
     assert!(stderr.contains("keeping the last good folder"), "{stderr}");
     assert!(out.join("manifest.pellet").exists());
 }
+
+/// Runs `bake` with `args`, killing it (and failing) if it runs past
+/// `seconds`: a FIFO or device read would otherwise hang the test.
+fn bake_within(seconds: u64, args: &[&OsStr], env_remove: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bake"));
+    command
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for var in env_remove {
+        command.env_remove(var);
+    }
+    let mut child = command.spawn().expect("spawn bake");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(seconds) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "bake {args:?} still running after {seconds} s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// `bake mesh INPUT -o OUTPUT` with the CPU voxelizer and `extra`.
+fn bake_mesh_args<'a>(input: &'a Path, output: &'a Path, extra: &'a [&'a str]) -> Vec<&'a OsStr> {
+    let mut args: Vec<&OsStr> = vec![
+        "mesh".as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        output.as_os_str(),
+        "--backend".as_ref(),
+        "cpu".as_ref(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    args
+}
+
+/// Exactly one line on stderr, exit 1, `file` named once right after
+/// `bake: `, and no `: `-separated fragment said twice.
+fn assert_one_clear_line(out: &Output, file: &Path) -> String {
+    assert_one_line_error(out, file);
+    let line = String::from_utf8_lossy(&out.stderr).trim_end().to_owned();
+    let name = file.display().to_string();
+    assert_eq!(line.matches(&*name).count(), 1, "file named once: {line}");
+    let fragments: Vec<&str> = line.split(": ").collect();
+    for (i, f) in fragments.iter().enumerate() {
+        assert!(!fragments[i + 1..].contains(f), "{f:?} repeated in {line}");
+    }
+    line
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Hidden files left in `dir`: temporary files that should be gone.
+fn temporary_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+#[test]
+fn bake_mesh_refuses_devices_fifos_and_folders_quickly_in_bounded_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("x.pellet");
+    let fifo = dir.path().join("pipe.glb");
+    mkfifo(&fifo);
+    let cases: [(&Path, &str); 3] = [
+        (
+            Path::new("/dev/zero"),
+            "is a character device, not a regular file",
+        ),
+        (&fifo, "is a FIFO, not a regular file"),
+        (dir.path(), "is a folder, not a regular file"),
+    ];
+    for (input, expected) in cases {
+        // 2 GB of address space: reading /dev/zero to its end would abort.
+        let script =
+            "ulimit -v 2000000; exec \"$0\" mesh \"$1\" -o \"$2\" --resolution 8 --backend cpu";
+        let mut child = Command::new("bash")
+            .args(["-c", script, env!("CARGO_BIN_EXE_bake")])
+            .arg(input)
+            .arg(&out)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let start = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if start.elapsed().as_secs() > 30 {
+                let _ = child.kill();
+                panic!("bake mesh {} hangs", input.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().expect("output");
+        let line = assert_one_clear_line(&o, input);
+        assert_eq!(line, format!("bake: {}: {expected}", input.display()));
+        assert!(!out.exists());
+    }
+    // A glTF whose buffer is a FIFO (or /dev/zero behind a link) in its folder.
+    let cube = pellet_bake::mesh::shapes::cuboid([0.0; 3], [1.0; 3]);
+    let (doc, _) = pellet_bake::mesh::export::to_gltf(
+        &cube,
+        &pellet_bake::mesh::export::BufferUri::File("cube.bin".into()),
+    );
+    let gltf = dir.path().join("cube.gltf");
+    std::fs::write(&gltf, doc).expect("gltf");
+    mkfifo(&dir.path().join("cube.bin"));
+    let o = bake_within(
+        30,
+        &bake_mesh_args(&gltf, &out, &["--resolution", "8"]),
+        &[],
+    );
+    let line = assert_one_clear_line(&o, &gltf);
+    assert!(
+        line.ends_with("buffer 0 (cube.bin): is a FIFO, not a regular file"),
+        "{line}"
+    );
+    std::fs::remove_file(dir.path().join("cube.bin")).expect("rm fifo");
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("cube.bin")).expect("symlink");
+    let o = bake_within(
+        30,
+        &bake_mesh_args(&gltf, &out, &["--resolution", "8"]),
+        &[],
+    );
+    let line = assert_one_clear_line(&o, &gltf);
+    assert!(
+        line.ends_with("is a character device, not a regular file"),
+        "{line}"
+    );
+    assert!(!out.exists());
+    assert!(temporary_files(dir.path()).is_empty());
+}
+
+#[test]
+fn bake_mesh_never_overwrites_its_input_and_replaces_outputs_all_or_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write_box_glb(dir.path());
+    let original = std::fs::read(&input).expect("read");
+    let out = dir.path().join("box.pellet");
+    let png = dir.path().join("box.png");
+    // -o the input itself, also spelt differently: refused, the mesh intact.
+    let spelt = dir.path().join(".").join("box.glb");
+    for target in [&input, &spelt] {
+        let o = bake(&bake_mesh_args(&input, target, &["--voxel-size", "0.05"]));
+        let line = assert_one_clear_line(&o, target);
+        assert!(
+            line.ends_with("is also an input of this command; refusing to overwrite it"),
+            "{line}"
+        );
+        assert_eq!(std::fs::read(&input).expect("read"), original);
+    }
+    // --preview the input, or the output.
+    let input_str = input.to_str().expect("utf-8");
+    let o = bake(&bake_mesh_args(
+        &input,
+        &out,
+        &["--voxel-size", "0.05", "--preview", input_str],
+    ));
+    assert_one_clear_line(&o, &input);
+    assert_eq!(std::fs::read(&input).expect("read"), original);
+    let out_str = out.to_str().expect("utf-8");
+    let o = bake(&bake_mesh_args(
+        &input,
+        &out,
+        &["--voxel-size", "0.05", "--preview", out_str],
+    ));
+    let line = assert_one_clear_line(&o, &out);
+    assert!(line.ends_with("is named for two outputs"), "{line}");
+    assert!(!out.exists());
+    // -o a folder.
+    let o = bake(&bake_mesh_args(
+        &input,
+        dir.path(),
+        &["--voxel-size", "0.05"],
+    ));
+    let line = assert_one_clear_line(&o, dir.path());
+    assert!(line.ends_with("is a folder, not a file"), "{line}");
+
+    // An existing output survives a bad --preview path byte for byte, and
+    // the preview is checked before the mesh is even read (a broken mesh
+    // is not what is reported).
+    std::fs::write(&out, b"the old body").expect("write");
+    let junk = dir.path().join("junk.glb");
+    std::fs::write(&junk, b"not a mesh").expect("write");
+    let bad = Path::new("/nodir/p.png");
+    for mesh in [&input, &junk] {
+        let o = bake(&bake_mesh_args(
+            mesh,
+            &out,
+            &["--voxel-size", "0.05", "--preview", "/nodir/p.png"],
+        ));
+        let line = assert_one_clear_line(&o, bad);
+        assert_eq!(line, "bake: /nodir/p.png: the folder /nodir does not exist");
+        assert_eq!(std::fs::read(&out).expect("read"), b"the old body");
+    }
+    // A bake that fails after the checks leaves the old output as it was.
+    let o = bake(&bake_mesh_args(
+        &junk,
+        &out,
+        &[
+            "--voxel-size",
+            "0.05",
+            "--preview",
+            png.to_str().expect("utf-8"),
+        ],
+    ));
+    assert_one_clear_line(&o, &junk);
+    assert_eq!(std::fs::read(&out).expect("read"), b"the old body");
+    assert!(!png.exists());
+    assert!(
+        temporary_files(dir.path()).is_empty(),
+        "{:?}",
+        temporary_files(dir.path())
+    );
+
+    // A .gltf's buffer file is an input too.
+    let cube = pellet_bake::mesh::shapes::cuboid([0.0; 3], [1.0; 3]);
+    let (doc, bin) = pellet_bake::mesh::export::to_gltf(
+        &cube,
+        &pellet_bake::mesh::export::BufferUri::File("cube.bin".into()),
+    );
+    let gltf = dir.path().join("cube.gltf");
+    let bin_path = dir.path().join("cube.bin");
+    std::fs::write(&gltf, doc).expect("gltf");
+    let bin = bin.expect("bin");
+    std::fs::write(&bin_path, &bin).expect("bin");
+    let o = bake(&bake_mesh_args(&gltf, &bin_path, &["--resolution", "4"]));
+    let line = assert_one_clear_line(&o, &bin_path);
+    assert!(line.contains("is also an input"), "{line}");
+    assert_eq!(std::fs::read(&bin_path).expect("read"), bin);
+
+    // And a good bake replaces both outputs.
+    let o = bake(&bake_mesh_args(
+        &input,
+        &out,
+        &[
+            "--voxel-size",
+            "0.05",
+            "--preview",
+            png.to_str().expect("utf-8"),
+            "--quiet",
+        ],
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(std::fs::read(&out).expect("read"), b"the old body");
+    assert_eq!(&std::fs::read(&png).expect("png")[1..4], b"PNG");
+    assert!(temporary_files(dir.path()).is_empty());
+}
+
+#[test]
+fn bake_table_and_scene_check_their_outputs_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = Path::new("/nodir/t.pellet");
+    // A million samples per entry would take a while: the check comes first.
+    let o = bake_within(
+        30,
+        &[
+            "table".as_ref(),
+            "-o".as_ref(),
+            bad.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+        &[],
+    );
+    let line = assert_one_clear_line(&o, bad);
+    assert!(line.ends_with("the folder /nodir does not exist"), "{line}");
+    let o = bake(&["table".as_ref(), "-o".as_ref(), dir.path().as_os_str()]);
+    assert_one_clear_line(&o, dir.path());
+    // bake scene -o a file: refused, the file intact.
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/ballpit.toml");
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, b"keep me").expect("write");
+    let o = bake(&[
+        "scene".as_ref(),
+        scene.as_os_str(),
+        "-o".as_ref(),
+        file.as_os_str(),
+    ]);
+    let line = assert_one_clear_line(&o, &file);
+    assert!(line.ends_with("is a file, not a folder"), "{line}");
+    assert_eq!(std::fs::read(&file).expect("read"), b"keep me");
+}
+
+#[test]
+fn bake_table_refuses_more_samples_than_memory_allows_before_allocating() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("t.pellet");
+    let o = bake_within(
+        30,
+        &[
+            "table".as_ref(),
+            "-o".as_ref(),
+            table.as_os_str(),
+            "--samples".as_ref(),
+            "1000000000000".as_ref(),
+        ],
+        &[],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "bake: 1000000000000 samples per entry need 14.6 TiB of memory, more than the 4.0 GiB limit (at most 268435456 samples)"
+    );
+    assert!(!table.exists());
+    assert!(temporary_files(dir.path()).is_empty());
+}
+
+#[test]
+fn grid_errors_name_the_mesh_once_and_say_the_problem_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write_box_glb(dir.path());
+    let out = dir.path().join("o.pellet");
+    let point = dir.path().join("point.glb");
+    let mesh = pellet_bake::mesh::TriMesh {
+        positions: vec![[0.5; 3]; 3],
+        triangles: vec![[0, 1, 2]],
+    };
+    std::fs::write(&point, pellet_bake::mesh::export::to_glb(&mesh)).expect("write");
+    let cube = dir.path().join("cube.glb");
+    let mesh = pellet_bake::mesh::shapes::cuboid([0.0; 3], [1.0; 3]);
+    std::fs::write(&cube, pellet_bake::mesh::export::to_glb(&mesh)).expect("write");
+    let cases: [(&Path, &[&str], &str); 5] = [
+        (
+            &input,
+            &["--resolution", "0"],
+            "the resolution must be at least 1 cell",
+        ),
+        (
+            &input,
+            &["--voxel-size=-1"],
+            "the voxel size must be a positive number of metres, not -1",
+        ),
+        (
+            &input,
+            &["--voxel-size", "0.000125"],
+            "the grid would be [8000, 4000, 2000] voxels; at most 4096 per side (use a larger voxel size)",
+        ),
+        (
+            &point,
+            &["--resolution", "8"],
+            "the mesh's bounding box [0.0, 0.0, 0.0] has no extent along its longest axis",
+        ),
+        // The bunny-at-10-m case: a 10 m cube at 0.01 m voxels.
+        (
+            &cube,
+            &["--voxel-size", "0.01", "--scale", "10"],
+            "at 0.01 m voxels the grid would be 1000x1000x1000 = 1000000000 voxels (about 1000000000 particles), more than the limits of 268435456 voxels and 33554432 particles; use a voxel size of at least 0.0311 m",
+        ),
+    ];
+    for (mesh, extra, expected) in cases {
+        let o = bake_within(60, &bake_mesh_args(mesh, &out, extra), &[]);
+        let line = assert_one_clear_line(&o, mesh);
+        assert_eq!(
+            line,
+            format!("bake: {}: {expected}", mesh.display()),
+            "{extra:?}"
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn gpu_commands_print_no_device_select_noise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write_box_glb(dir.path());
+    let out = dir.path().join("box.pellet");
+    let o = bake_within(
+        300,
+        &[
+            "mesh".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--voxel-size".as_ref(),
+            "0.05".as_ref(),
+            "--backend".as_ref(),
+            "gpu".as_ref(),
+            "--quiet".as_ref(),
+        ],
+        &["NODEVICE_SELECT", "XDG_RUNTIME_DIR"],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("XDG_RUNTIME_DIR"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn validate_table_progress_stays_off_a_pipe() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("table.pellet");
+    let o = bake(&[
+        "table".as_ref(),
+        "-o".as_ref(),
+        table.as_os_str(),
+        "--ratios".as_ref(),
+        "4".as_ref(),
+        "--ratio-min".as_ref(),
+        "0.5".as_ref(),
+        "--samples".as_ref(),
+        "16000".as_ref(),
+        "--quiet".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for quiet in [false, true] {
+        let mut args: Vec<&OsStr> = vec![
+            "validate-table".as_ref(),
+            table.as_os_str(),
+            "--particles".as_ref(),
+            "20000".as_ref(),
+            "--distributions".as_ref(),
+            "uniform".as_ref(),
+            "--ratios".as_ref(),
+            "1".as_ref(),
+            "--json".as_ref(),
+        ];
+        if quiet {
+            args.push("--quiet".as_ref());
+        }
+        let o = bake(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert_eq!(rows.as_array().map(Vec::len), Some(1));
+    }
+}
+
+#[test]
+fn an_interrupted_bake_leaves_the_old_output_and_no_temporary_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cube = dir.path().join("cube.glb");
+    let mesh = pellet_bake::mesh::shapes::cuboid([0.0; 3], [1.0; 3]);
+    std::fs::write(&cube, pellet_bake::mesh::export::to_glb(&mesh)).expect("write");
+    let out = dir.path().join("cube.pellet");
+    let png = dir.path().join("cube.png");
+    std::fs::write(&out, b"the old body").expect("write");
+    // 300^3 voxels: seconds of work, killed in the middle of it.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bake"))
+        .args(bake_mesh_args(
+            &cube,
+            &out,
+            &[
+                "--resolution",
+                "300",
+                "--preview",
+                png.to_str().expect("utf-8"),
+            ],
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the bake finished before it could be interrupted"
+    );
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    assert_eq!(std::fs::read(&out).expect("read"), b"the old body");
+    assert!(!png.exists());
+    assert!(
+        temporary_files(dir.path()).is_empty(),
+        "{:?}",
+        temporary_files(dir.path())
+    );
+}

@@ -157,3 +157,131 @@ fn shell_mode_keeps_only_the_surface() {
     assert_eq!(body.positions.len(), 1000 - 512);
     assert_eq!(body.fill, FillMode::Shell);
 }
+
+#[test]
+fn a_bake_over_the_voxel_or_particle_limit_is_refused_before_voxelizing() {
+    use pellet_bake::BakeError;
+    use pellet_bake::bake_mesh::estimate;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), "cube.glb", &cuboid([0.0; 3], [1.0; 3]));
+    let cube = pellet_bake::mesh::load_mesh(&path).expect("load");
+    // A 10 m cube at 0.01 m voxels: 10^9 voxels and particles.
+    let huge = MeshBakeSettings {
+        scale: 10.0,
+        ..settings(Resolution::VoxelSize(0.01))
+    };
+    let started = std::time::Instant::now();
+    let err = bake_mesh(&path, &huge, Voxelizer::Cpu, &Progress::hidden()).expect_err("too big");
+    // Voxelizing 10^9 voxels takes minutes; the estimate is instant.
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+    match &err {
+        BakeError::TooLarge {
+            path: p,
+            dims,
+            voxels,
+            particles,
+            ..
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(*dims, [1000; 3]);
+            assert_eq!(*voxels, 1_000_000_000);
+            assert_eq!(*particles, 1_000_000_000);
+        }
+        other => panic!("{other}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains("more than the limits of 268435456 voxels and 33554432 particles; "),
+        "{message}"
+    );
+    // The voxel size suggested fits both limits.
+    let hint = message
+        .rsplit("at least ")
+        .next()
+        .and_then(|h| h.strip_suffix(" m"))
+        .and_then(|h| h.parse::<f32>().ok())
+        .expect("a voxel size hint");
+    let fits = MeshBakeSettings {
+        scale: 10.0,
+        ..settings(Resolution::VoxelSize(hint))
+    };
+    assert!(
+        estimate(&cube, &fits).expect("estimate").within_limit(),
+        "{message}"
+    );
+    // Only the voxels over: a shell of the same cube (6 M particles).
+    let shell = MeshBakeSettings {
+        fill: FillMode::Shell,
+        ..huge
+    };
+    let err = bake_mesh(&path, &shell, Voxelizer::Cpu, &Progress::hidden()).expect_err("too big");
+    assert!(
+        err.to_string()
+            .contains("more than the limit of 268435456 voxels; use a voxel size"),
+        "{err}"
+    );
+    // Only the particles over: 400^3 = 64 M voxels, all of them inside; the
+    // resolution suggested fits.
+    let err = bake_mesh(
+        &path,
+        &settings(Resolution::Cells(400)),
+        Voxelizer::Cpu,
+        &Progress::hidden(),
+    )
+    .expect_err("too big");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: at 0.0025 m voxels the grid would be 400x400x400 = 64000000 voxels (about 64000000 particles), more than the limit of 33554432 particles; use at most 322 cells along the longest axis",
+            path.display()
+        )
+    );
+    assert!(
+        estimate(&cube, &settings(Resolution::Cells(322)))
+            .expect("estimate")
+            .within_limit()
+    );
+    assert!(
+        !estimate(&cube, &settings(Resolution::Cells(323)))
+            .expect("estimate")
+            .within_limit()
+    );
+}
+
+#[test]
+fn the_estimate_is_close_before_voxelizing() {
+    use pellet_bake::bake_mesh::estimate;
+    let bunny = pellet_bake::mesh::load_mesh(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/meshes/bunny.glb"),
+    )
+    .expect("bunny");
+    // The README's bake: 418 987 particles on 128x125x98 voxels.
+    let e = estimate(&bunny, &settings(Resolution::Cells(128))).expect("estimate");
+    assert_eq!(e.spec.dims, [128, 125, 98]);
+    assert!(e.within_limit());
+    close(e.particles as f64, 418_987.0, 0.03, "bunny at 128");
+    // The bunny at 0.01 m voxels: about 194 M particles, refused.
+    let e = estimate(&bunny, &settings(Resolution::VoxelSize(0.01))).expect("estimate");
+    assert!(!e.within_limit(), "{e:?}");
+    close(e.particles as f64, 194e6, 0.05, "bunny at 0.01 m");
+    // Solid and shell against real bakes of a sphere.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ball = sphere([0.0; 3], 1.0, 48);
+    let path = write(dir.path(), "ball.glb", &ball);
+    for fill in [FillMode::Solid, FillMode::Shell] {
+        let s = MeshBakeSettings {
+            fill,
+            ..settings(Resolution::Cells(48))
+        };
+        let e = estimate(&ball, &s).expect("estimate");
+        let baked = bake_mesh(&path, &s, Voxelizer::Cpu, &Progress::hidden()).expect("bake");
+        assert_eq!(e.spec, baked.spec);
+        let tol = if fill == FillMode::Solid { 0.03 } else { 0.1 };
+        close(
+            e.particles as f64,
+            baked.body.positions.len() as f64,
+            tol,
+            fill.name(),
+        );
+    }
+}

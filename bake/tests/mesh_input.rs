@@ -216,3 +216,35 @@ fn corrupted_files_never_panic() {
     }
     assert!(refused > 1000, "{refused} refused, {loaded} loaded");
 }
+
+#[test]
+fn devices_fifos_and_folders_are_refused_before_reading() {
+    use pellet_bake::mesh::load_mesh_with_files;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe.glb");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    for (path, kind) in [
+        (Path::new("/dev/zero"), "character device"),
+        (fifo.as_path(), "FIFO"),
+        (dir.path(), "folder"),
+    ] {
+        // A read of any of these would block or never end.
+        let err = load_mesh(path).expect_err("not a regular file");
+        assert!(matches!(err, MeshError::File(_)), "{err}");
+        assert_eq!(err.to_string(), format!("is a {kind}, not a regular file"));
+    }
+    // The files a .gltf load read: itself and its buffer.
+    let cube = cuboid([0.0; 3], [1.0; 3]);
+    let (doc, bin) = to_gltf(&cube, &BufferUri::File("cube.bin".into()));
+    std::fs::write(dir.path().join("cube.gltf"), doc).expect("gltf");
+    std::fs::write(dir.path().join("cube.bin"), bin.expect("bin")).expect("bin");
+    let (_, _, files) = load_mesh_with_files(&dir.path().join("cube.gltf")).expect("load");
+    assert_eq!(
+        files,
+        [dir.path().join("cube.gltf"), dir.path().join("cube.bin")]
+    );
+}

@@ -230,3 +230,50 @@ fn totals_and_the_packing_correction() {
     assert!((a.correlation - b.correlation).abs() < 1e-9, "{a:?} {b:?}");
     assert!((a.mean_neighbours - b.mean_neighbours).abs() < 1e-9);
 }
+
+#[test]
+fn more_samples_than_memory_allows_are_refused_before_allocating() {
+    use pellet_bake::table::{MAX_SAMPLES, TableError};
+    let err = bake_table(&TableSettings {
+        samples: 1_000_000_000_000,
+        ..TableSettings::default()
+    })
+    .expect_err("too many");
+    assert_eq!(
+        err,
+        TableError::TooManySamples {
+            samples: 1_000_000_000_000
+        }
+    );
+    assert!(err.to_string().contains("14.6 TiB"), "{err}");
+    let err = bake_table(&TableSettings {
+        samples: u64::MAX,
+        ..TableSettings::default()
+    })
+    .expect_err("too many");
+    assert!(matches!(err, TableError::TooManySamples { .. }), "{err}");
+    assert_eq!(MAX_SAMPLES, 1 << 28);
+}
+
+#[test]
+fn validation_reports_each_ratio_and_step() {
+    use pellet_bake::progress::Progress;
+    use pellet_bake::table_validation::{Distribution, validate_points_with_progress};
+    let table = bake_table(&small(SamplingMethod::Sobol)).expect("bake");
+    let points = Distribution::Uniform.generate(5_000, 1);
+    let progress = Progress::recording();
+    let rows = validate_points_with_progress(&table, "uniform", &points, &[0.5, 1.0], &progress)
+        .expect("validate");
+    assert_eq!(rows.len(), 2);
+    let stages = progress.stages();
+    for want in [
+        "uniform: 5000 particles, eps/l 0.5 (1 of 2): exact counts",
+        "uniform: 5000 particles, eps/l 1 (2 of 2): exact counts",
+        "uniform: 5000 particles, eps/l 1 (2 of 2): fitting",
+    ] {
+        assert!(
+            stages.iter().any(|s| s == want),
+            "{want:?} not in {stages:?}"
+        );
+    }
+}

@@ -1122,3 +1122,39 @@ impl ApplicationHandler for App {
         }
     }
 }
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rates_are_measured_over_wall_clock_time() {
+        // 15 frames that took 48 s in all show as 0.3 fps, not as the
+        // rate of the first fast frames.
+        let start = Instant::now();
+        let mut meter = RateMeter::default();
+        let mut at = start;
+        for k in 0..15u64 {
+            meter.record(at, k * 10);
+            at += if k < 3 {
+                Duration::from_millis(10)
+            } else {
+                Duration::from_secs(4)
+            };
+        }
+        let (fps, steps) = meter.rates();
+        // Slow frames: the window keeps the last two (4 s apart).
+        assert!((fps - 0.25).abs() < 1e-6, "{fps}");
+        assert!((steps - 2.5).abs() < 1e-6, "{steps}");
+        // Steady 60 fps over more than the window: about 60.
+        let mut meter = RateMeter::default();
+        for k in 0..300u64 {
+            meter.record(start + Duration::from_micros(16_667 * k), k);
+        }
+        let (fps, steps) = meter.rates();
+        assert!((fps - 60.0).abs() < 0.5, "{fps}");
+        assert!((steps - 60.0).abs() < 0.5, "{steps}");
+        assert!(meter.span_s() <= RateMeter::WINDOW_S + 0.02);
+    }
+}

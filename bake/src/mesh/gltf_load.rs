@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use base64::Engine as _;
 use gltf::accessor::{DataType, Dimensions};
 use gltf::mesh::Mode;
+use pellet_formats::io::{FileReadError, read_regular_file};
 use thiserror::Error;
 
 use super::TriMesh;
@@ -25,12 +26,11 @@ const MAX_NODE_DEPTH: usize = 64;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum MeshError {
-    /// The file could not be read.
-    #[error("cannot read: {0}")]
-    Io(#[from] std::io::Error),
-    /// The file is larger than [`MAX_FILE_BYTES`].
-    #[error("file is {0} bytes, more than the {MAX_FILE_BYTES}-byte limit")]
-    TooLarge(u64),
+    /// The file could not be read: missing, unreadable, not a regular file
+    /// (a device, FIFO or folder, refused before it is opened), or larger
+    /// than [`MAX_FILE_BYTES`] (refused before it is read).
+    #[error("{0}")]
+    File(FileReadError),
     /// Not valid glTF (or a truncated GLB).
     #[error("not a valid glTF 2.0 file: {0}")]
     Gltf(String),
@@ -127,17 +127,24 @@ pub fn load_mesh(path: &Path) -> Result<TriMesh, MeshError> {
 
 /// [`load_mesh`], plus the BLAKE3 (hex) of every byte it read: the file and
 /// any external buffer files, so an edit to either makes a bake stale.
+///
+/// The mesh and its buffer files must be regular files of at most
+/// [`MAX_FILE_BYTES`]: devices (`/dev/zero`), FIFOs and folders are refused
+/// before they are opened, so loading never blocks or reads without bound.
 pub fn load_mesh_hashed(path: &Path) -> Result<(TriMesh, String), MeshError> {
-    let size = std::fs::metadata(path)?.len();
-    if size > MAX_FILE_BYTES {
-        return Err(MeshError::TooLarge(size));
-    }
-    let bytes = std::fs::read(path)?;
+    load_mesh_with_files(path).map(|(mesh, hash, _)| (mesh, hash))
+}
+
+/// [`load_mesh_hashed`], plus every file it read: `path` first, then the
+/// external buffer files (so a caller can refuse to overwrite any of them).
+pub fn load_mesh_with_files(path: &Path) -> Result<(TriMesh, String, Vec<PathBuf>), MeshError> {
+    let bytes = read_regular_file(path, MAX_FILE_BYTES).map_err(MeshError::File)?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(&bytes);
     let gltf = parse(&bytes)?;
     let folder = path.parent().unwrap_or(Path::new("."));
-    let buffers = load_buffers(&gltf, folder)?;
+    let mut files = vec![path.to_path_buf()];
+    let buffers = load_buffers(&gltf, folder, &mut files)?;
     for (buffer, data) in gltf.document.buffers().zip(&buffers) {
         if matches!(buffer.source(), gltf::buffer::Source::Uri(_)) {
             hasher.update(data);
@@ -155,7 +162,7 @@ pub fn load_mesh_hashed(path: &Path) -> Result<(TriMesh, String), MeshError> {
     if mesh.triangles.is_empty() {
         return Err(MeshError::Empty);
     }
-    Ok((mesh, hasher.finalize().to_hex().to_string()))
+    Ok((mesh, hasher.finalize().to_hex().to_string(), files))
 }
 
 /// Parses and validates the document. `gltf-json`'s validator indexes the
@@ -186,7 +193,11 @@ fn parse(bytes: &[u8]) -> Result<gltf::Gltf, MeshError> {
     })
 }
 
-fn load_buffers(gltf: &gltf::Gltf, folder: &Path) -> Result<Vec<Vec<u8>>, MeshError> {
+fn load_buffers(
+    gltf: &gltf::Gltf,
+    folder: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<Vec<Vec<u8>>, MeshError> {
     let mut out = Vec::new();
     for buffer in gltf.document.buffers() {
         let index = buffer.index();
@@ -196,7 +207,7 @@ fn load_buffers(gltf: &gltf::Gltf, folder: &Path) -> Result<Vec<Vec<u8>>, MeshEr
                 uri: "GLB binary chunk".into(),
                 message: "the file has no binary chunk".into(),
             })?,
-            gltf::buffer::Source::Uri(uri) => read_uri(index, uri, folder)?,
+            gltf::buffer::Source::Uri(uri) => read_uri(index, uri, folder, files)?,
         };
         if data.len() < buffer.length() {
             return Err(MeshError::ShortBuffer {
@@ -210,8 +221,14 @@ fn load_buffers(gltf: &gltf::Gltf, folder: &Path) -> Result<Vec<Vec<u8>>, MeshEr
     Ok(out)
 }
 
-/// Reads a buffer URI: a base64 data URI, or a relative path inside `folder`.
-fn read_uri(buffer: usize, uri: &str, folder: &Path) -> Result<Vec<u8>, MeshError> {
+/// Reads a buffer URI: a base64 data URI, or a relative path inside `folder`
+/// (a regular file of at most [`MAX_FILE_BYTES`], added to `files`).
+fn read_uri(
+    buffer: usize,
+    uri: &str,
+    folder: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<Vec<u8>, MeshError> {
     if let Some(rest) = uri.strip_prefix("data:") {
         let (_, payload) = rest
             .split_once(";base64,")
@@ -248,20 +265,13 @@ fn read_uri(buffer: usize, uri: &str, folder: &Path) -> Result<Vec<u8>, MeshErro
         }
     }
     let path = folder.join(&relative);
-    let read = || -> std::io::Result<Vec<u8>> {
-        let size = std::fs::metadata(&path)?.len();
-        if size > MAX_FILE_BYTES {
-            return Err(std::io::Error::other(format!(
-                "{size} bytes is more than the limit"
-            )));
-        }
-        std::fs::read(&path)
-    };
-    read().map_err(|e| MeshError::Buffer {
+    let bytes = read_regular_file(&path, MAX_FILE_BYTES).map_err(|e| MeshError::Buffer {
         buffer,
         uri: decoded.clone(),
         message: e.to_string(),
-    })
+    })?;
+    files.push(path);
+    Ok(bytes)
 }
 
 fn shorten(uri: &str) -> String {

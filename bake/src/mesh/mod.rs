@@ -7,7 +7,9 @@ pub mod export;
 mod gltf_load;
 pub mod shapes;
 
-pub use gltf_load::{MAX_TRIANGLES, MeshError, load_mesh, load_mesh_hashed};
+pub use gltf_load::{
+    MAX_FILE_BYTES, MAX_TRIANGLES, MeshError, load_mesh, load_mesh_hashed, load_mesh_with_files,
+};
 
 /// A triangle soup in the mesh's own frame (metres), node transforms applied.
 ///

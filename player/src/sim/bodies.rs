@@ -21,7 +21,8 @@ const VOXELIZER: &str = "cpu";
 
 /// Estimated particles above which a bake is announced with a warning (it
 /// takes seconds to minutes). Bakes over `pellet_bake::bake_mesh::MAX_VOXELS`
-/// voxels are refused by `bake_mesh` before voxelizing.
+/// voxels or `MAX_PARTICLES` particles are refused by `bake_mesh` before
+/// voxelizing.
 pub const LARGE_BAKE_PARTICLES: u64 = 5_000_000;
 
 /// The warning for a bake of `estimate`, if it is large.

@@ -228,6 +228,15 @@ pub fn read_scene(path: &Path, cache_dir: Option<&Path>) -> Result<(Scene, PathB
 /// objects of its manifest (see [`load_baked_folder`]).
 pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, SimError> {
     let limits = DecodeLimits::default();
+    if !dir
+        .join(pellet_formats::baked_folder::MANIFEST_FILE)
+        .exists()
+    {
+        return Err(SimError::Invalid(format!(
+            "{}: is a folder without a manifest.pellet, so not a baked folder (bake scene SCENE.toml -o DIR writes one; or give a scene TOML)",
+            dir.display()
+        )));
+    }
     let manifest = read_manifest(dir, &limits)?;
     let baked: BakedScene = read_object(dir, &manifest.scene, &limits)?;
     let listed = |hash: &str, kind: AssetKind| {
