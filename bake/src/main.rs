@@ -219,7 +219,7 @@ struct MeshArgs {
     #[arg(long, value_enum, default_value_t = Backend::Gpu)]
     backend: Backend,
     /// Which wgpu backend the GPU voxelizer uses.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(long, default_value_t = BackendChoice::Auto, value_parser = gpu_backend_parser())]
     gpu_backend: BackendChoice,
     /// No progress spinner and no summary line.
     #[arg(short, long)]
@@ -288,6 +288,13 @@ fn silence_device_select() {
         // or write the environment concurrently.
         unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
+}
+
+/// `auto`, `vulkan` or `gl`, listed in `--help` (the GPU crate knows no clap).
+fn gpu_backend_parser() -> impl clap::builder::TypedValueParser<Value = BackendChoice> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(BackendChoice::NAMES)
+        .try_map(|s| s.parse::<BackendChoice>())
 }
 
 fn main() -> ExitCode {

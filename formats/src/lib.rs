@@ -19,12 +19,14 @@ pub mod assets;
 pub mod baked_folder;
 pub mod blob;
 pub mod container;
+pub mod distribution;
 pub mod error;
 pub mod estimate;
 pub mod io;
 pub mod points;
 pub mod scene;
 pub(crate) mod validate;
+#[cfg(feature = "watch")]
 pub mod watch;
 
 pub use assets::{AnyAsset, Asset, AssetKind};

@@ -4,7 +4,7 @@
 //! GPU and renders them. The `player` binary is a thin shell over it.
 
 mod error;
-pub mod nns;
+
 pub mod remote;
 pub mod render;
 pub mod scene_info;
@@ -13,3 +13,5 @@ pub mod viewer;
 
 pub use error::PlayerError;
 pub use pellet_gpu as gpu;
+/// The out-of-core neighbour search (`player nns`), from `pellet-nns`.
+pub use pellet_nns as nns;

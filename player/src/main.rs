@@ -82,7 +82,7 @@ enum Command {
     /// Example: player gpu --backend vulkan
     Gpu {
         /// Which wgpu backend to use.
-        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        #[arg(long, default_value_t = BackendChoice::Auto, value_parser = gpu_backend_parser())]
         backend: BackendChoice,
         /// Print JSON.
         #[arg(long)]
@@ -153,7 +153,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
         backend: BackendArg,
         /// Which GPU API to use with `--backend gpu`.
-        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        #[arg(long, default_value_t = BackendChoice::Auto, value_parser = gpu_backend_parser())]
         adapter: BackendChoice,
         /// Write one JSON line of statistics every `--stats-every` steps.
         #[arg(long, value_name = "FILE")]
@@ -306,7 +306,7 @@ struct NnsArgs {
     #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
     backend: BackendArg,
     /// Which GPU API to use with `--backend gpu`.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    #[arg(long, default_value_t = BackendChoice::Auto, value_parser = gpu_backend_parser())]
     adapter: BackendChoice,
     /// A neighbour-overlap table (`bake table`); default: a small one baked here.
     #[arg(long, value_name = "FILE")]
@@ -405,6 +405,13 @@ fn quiet_device_select() {
         // nothing reads the environment concurrently.
         unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
+}
+
+/// `auto`, `vulkan` or `gl`, listed in `--help` (the GPU crate knows no clap).
+fn gpu_backend_parser() -> impl clap::builder::TypedValueParser<Value = BackendChoice> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(BackendChoice::NAMES)
+        .try_map(|s| s.parse::<BackendChoice>())
 }
 
 fn main() -> ExitCode {

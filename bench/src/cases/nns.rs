@@ -13,8 +13,8 @@ use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use pellet_bake::table::{TableSettings, bake_table};
 use pellet_formats::assets::{OverlapTable, SamplingMethod};
 use pellet_gpu::{BackendChoice, Gpu};
-use pellet_player::nns::generate::generate;
-use pellet_player::nns::{BlockMode, Neighbours, NnsOptions, NnsReport, search};
+use pellet_nns::generate::generate;
+use pellet_nns::{BlockMode, Neighbours, NnsOptions, NnsReport, search};
 use rayon::prelude::*;
 
 use crate::harness::{Row, Timing, time};

@@ -170,23 +170,7 @@ pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
 /// The built-in simulation shader (`sim.wgsl`).
 pub const SIM_SHADER: &str = SHADER;
 
-/// Parses and validates WGSL with naga; the error is naga's report, with
-/// the offending line quoted.
-pub fn validate_wgsl(
-    name: &str,
-    source: &str,
-) -> Result<(wgpu::naga::Module, wgpu::naga::valid::ModuleInfo), SimError> {
-    use wgpu::naga;
-    let module = naga::front::wgsl::parse_str(source)
-        .map_err(|e| SimError::Invalid(format!("{name}: {}", e.emit_to_string(source))))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| SimError::Invalid(format!("{name}: {}", e.emit_to_string(source))))?;
-    Ok((module, info))
-}
+pub use pellet_gpu::validate_wgsl;
 
 /// Which bindings each entry point uses, read from the shader.
 fn reflect_bindings(source: &str) -> Result<BTreeMap<String, Vec<u32>>, SimError> {

@@ -2,7 +2,7 @@
 //! `bake validate-table` (uniform, a packed pile, a tall column, Gaussian
 //! clusters), about 10 points per unit cube where packed.
 
-use pellet_bake::table_validation::Distribution;
+use pellet_formats::distribution::Distribution;
 
 use super::NnsError;
 

@@ -15,10 +15,36 @@ pub mod readback;
 pub mod selftest;
 
 pub use error::GpuError;
+
+/// Parses and validates WGSL with naga, as every pipeline of Pellet's does
+/// before it is built; the error is naga's report with the offending line
+/// quoted. The module and its info serve reflection (which bindings each
+/// entry point uses).
+pub fn validate_wgsl(
+    name: &str,
+    source: &str,
+) -> Result<(wgpu::naga::Module, wgpu::naga::valid::ModuleInfo), GpuError> {
+    use wgpu::naga;
+    let fail = |report: String| GpuError::Shader {
+        name: name.to_owned(),
+        report,
+    };
+    let module =
+        naga::front::wgsl::parse_str(source).map_err(|e| fail(e.emit_to_string(source)))?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|e| fail(e.emit_to_string(source)))?;
+    Ok((module, info))
+}
 pub use wgpu;
 
 /// Which wgpu backend to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+/// Parsed from and shown as its [`name`](Self::name) (`auto`, `vulkan`, `gl`),
+/// so command lines take it without this crate knowing about them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// The best adapter of any backend: discrete over integrated over
     /// software, Vulkan over OpenGL at equal rank.
@@ -40,6 +66,12 @@ impl BackendChoice {
         }
     }
 
+    /// Every choice, in the order the names are listed.
+    pub const ALL: [Self; 3] = [Self::Auto, Self::Vulkan, Self::Gl];
+
+    /// The names [`FromStr`](std::str::FromStr) accepts, for help texts.
+    pub const NAMES: [&'static str; 3] = ["auto", "vulkan", "gl"];
+
     /// The lower-case name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -47,6 +79,28 @@ impl BackendChoice {
             Self::Vulkan => "vulkan",
             Self::Gl => "gl",
         }
+    }
+}
+
+impl std::fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!(
+                    "{s:?} is not a GPU backend (one of {})",
+                    Self::NAMES.join(", ")
+                )
+            })
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pellet_gpu::wgpu::util::DeviceExt;
-use pellet_gpu::{Gpu, dispatch_2d, wgpu};
+use pellet_gpu::{Gpu, GpuError, dispatch_2d, wgpu};
 
 use super::NnsError;
 use super::cpu::{Lists, within};
@@ -75,8 +75,7 @@ pub struct GpuSearcher {
 impl GpuSearcher {
     /// Compiles the kernels.
     pub fn new(gpu: Arc<Gpu>) -> Result<Self, NnsError> {
-        crate::sim::gpu::validate_wgsl("nns.wgsl", SHADER)
-            .map_err(|e| NnsError::Gpu(e.to_string()))?;
+        pellet_gpu::validate_wgsl("nns.wgsl", SHADER)?;
         let device = &gpu.device;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("nns.wgsl"),
@@ -474,7 +473,7 @@ fn read<T: bytemuck::Pod>(gpu: &Gpu, buffer: &wgpu::Buffer, len: u64) -> Result<
     slice.map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    let fail = |e: String| NnsError::Gpu(format!("reading results back: {e}"));
+    let fail = |e: String| NnsError::Gpu(GpuError::Readback(e));
     gpu.device
         .poll(wgpu::PollType::wait_indefinitely())
         .map_err(|e| fail(e.to_string()))?;

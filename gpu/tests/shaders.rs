@@ -23,8 +23,8 @@ fn wgsl_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_shader_validates() {
     let mut files = Vec::new();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for dir in ["bake/src", "player"] {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for dir in ["bake/src", "nns/src", "player"] {
         wgsl_files(&root.join(dir), &mut files);
     }
     assert!(!files.is_empty(), "no WGSL found");

@@ -32,11 +32,11 @@ use std::time::Instant;
 use pellet_formats::assets::OverlapTable;
 use thiserror::Error;
 
-use crate::gpu::Gpu;
 use cpu::Lists;
 use gpu::{BlockCost, BlockOutcome, GpuSearcher};
 use grid::CellGrid;
 pub use model::EstimateMode;
+use pellet_gpu::{Gpu, GpuError};
 use tree::{Block, Footprint, Workload};
 
 /// Why a search could not run.
@@ -50,7 +50,7 @@ pub enum NnsError {
     Budget(String),
     /// The GPU failed.
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(#[from] GpuError),
 }
 
 /// How blocks are chosen.

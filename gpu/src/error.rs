@@ -25,6 +25,14 @@ pub enum GpuError {
     /// Waiting for or reading back GPU work failed.
     #[error("GPU readback failed: {0}")]
     Readback(String),
+    /// A WGSL shader failed to parse or validate.
+    #[error("{name}: {report}")]
+    Shader {
+        /// The shader file, e.g. `sim.wgsl`.
+        name: String,
+        /// naga's report, with the offending line quoted.
+        report: String,
+    },
     /// A wgpu validation or out-of-memory error during GPU work.
     #[error("GPU error during {during}: {message}")]
     Wgpu {
