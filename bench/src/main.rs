@@ -155,7 +155,7 @@ fn machine(cli: &Cli) -> Machine {
                 .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / (1024.0 * 1024.0));
-    let adapter = match pellet_player::gpu::Gpu::new(pellet_player::gpu::BackendChoice::Auto) {
+    let adapter = match pellet_gpu::Gpu::new(pellet_gpu::BackendChoice::Auto) {
         Ok(gpu) => gpu.report.one_line(),
         Err(e) => format!("none ({e})"),
     };

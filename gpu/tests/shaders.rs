@@ -24,7 +24,7 @@ fn wgsl_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn every_shader_validates() {
     let mut files = Vec::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for dir in ["bake/src", "nns/src", "player"] {
+    for dir in ["bake/src", "nns/src", "sim/src", "player"] {
         wgsl_files(&root.join(dir), &mut files);
     }
     assert!(!files.is_empty(), "no WGSL found");

@@ -51,7 +51,7 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0, value_parser = positive_seconds)]
     poll: f64,
     /// Shader hot reload (development): use `sim.wgsl` and `spheres.wgsl` from
-    /// DIR (e.g. player/src/sim and player/src/render) and rebuild the pipelines
+    /// DIR (e.g. sim/src and player/src/render) and rebuild the pipelines
     /// when they are saved; a shader that fails validation is shown and the
     /// old pipeline kept.
     #[arg(long, value_name = "DIR", hide_short_help = true)]
@@ -518,12 +518,17 @@ fn run_nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
         Some(path) => {
             pellet_formats::io::read_asset(path, &pellet_formats::DecodeLimits::default())?
         }
+        #[cfg(feature = "bake")]
         None => pellet_bake::table::bake_table(&pellet_bake::table::TableSettings {
             ratios: 24,
             samples: 100_000,
             method: pellet_formats::assets::SamplingMethod::Sobol,
             ..Default::default()
         })?,
+        #[cfg(not(feature = "bake"))]
+        None => anyhow::bail!(
+            "this player was built without bake: give a neighbour-overlap table with --table (bake table -o table.pellet)"
+        ),
     };
     let gpu = match args.backend {
         BackendArg::Gpu => Some(std::sync::Arc::new(Gpu::new(args.adapter)?)),

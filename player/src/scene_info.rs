@@ -48,7 +48,7 @@ pub struct BodyCounts {
 
 /// Loads `path` (a scene TOML, a baked folder or its URL) and summarizes it.
 pub fn scene_info(path: &Path) -> Result<SceneInfo, PlayerError> {
-    let cache = crate::sim::bodies::default_cache_dir();
+    let cache = crate::sim::run::default_cache_dir();
     let (scene, dir) = crate::sim::run::read_scene(path, cache.as_deref())?;
     let particles = scene.free_particles(&dir)?;
     let (mut lo, mut hi) = (f32::INFINITY, 0.0f32);

@@ -12,10 +12,10 @@ use rapier3d::na as nalgebra;
 use rapier3d::prelude::*;
 
 use pellet_gpu::{BackendChoice, Gpu};
-use pellet_player::sim::body::KINEMATIC;
 use pellet_player::sim::run::load_setup_cached;
-use pellet_player::sim::setup::FREE;
-use pellet_player::sim::{GridMode, SimSetup, Simulation};
+use pellet_sim::body::KINEMATIC;
+use pellet_sim::setup::FREE;
+use pellet_sim::{GridMode, SimSetup, Simulation};
 
 use crate::harness::{Row, Timing};
 
@@ -86,7 +86,7 @@ fn rapier(setup: &SimSetup, steps: u32, samples: usize) -> Timing {
         let mut bodies = RigidBodySet::new();
         let mut colliders = ColliderSet::new();
         let pair = setup.pairs[0];
-        let restitution = pellet_player::sim::setup::restitution_of(&pair);
+        let restitution = pellet_sim::setup::restitution_of(&pair);
         let p = &setup.particles;
         for k in 0..p.len() {
             if p.meta[k][2] != FREE {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use pellet_gpu::{BackendChoice, Gpu};
 use pellet_player::render::{Camera, ColourMode, FrameRenderer};
-use pellet_player::sim::GridMode;
-use pellet_player::sim::gpu::GpuSim;
 use pellet_player::sim::run::load_setup;
+use pellet_sim::GridMode;
+use pellet_sim::gpu::GpuSim;
 
 use crate::harness::{Row, time};
 

@@ -23,7 +23,7 @@ use pellet_gpu::{BackendChoice, Gpu};
 use pellet_player::remote::fetch_baked_folder;
 use pellet_player::render::{Camera, ColourMode, FrameRenderer};
 use pellet_player::sim::run::{load_baked_folder, load_setup_cached};
-use pellet_player::sim::{GridMode, Simulation};
+use pellet_sim::{GridMode, Simulation};
 
 use crate::harness::{Row, time};
 

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use pellet_gpu::{BackendChoice, Gpu};
 use pellet_player::sim::run::load_setup;
-use pellet_player::sim::{GridMode, Simulation};
+use pellet_sim::{GridMode, Simulation};
 
 use crate::harness::{Row, Timing, time};
 
@@ -237,7 +237,7 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
         let scene = dir.join(format!("pack{n}.toml"));
         let particles = u64::from(n).pow(3);
         if let Ok(setup) = load_setup(&scene, GridMode::Auto) {
-            let in_core = pellet_player::sim::blocks::in_core_bytes(&setup);
+            let in_core = pellet_sim::blocks::in_core_bytes(&setup);
             let budget = in_core / 4;
             eprintln!("bench: sim GPU blocks, {particles} particles");
             let core = pellet(&scene, Some(g), warm, steps, samples);

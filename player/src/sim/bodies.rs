@@ -50,14 +50,7 @@ pub struct MeshBaker {
     pub progress: bool,
 }
 
-/// `$XDG_CACHE_HOME/pellet/bodies`, else `$HOME/.cache/pellet/bodies`.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("pellet").join("bodies"))
-}
+pub use super::run::default_cache_dir;
 
 impl MeshBaker {
     /// A baker caching in `cache_dir`.

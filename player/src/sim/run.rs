@@ -13,7 +13,6 @@ use pellet_formats::scene::ParticleOrigin;
 use pellet_formats::{DecodeLimits, Scene};
 use pellet_gpu::{BackendChoice, Gpu};
 
-use super::bodies::{MeshBaker, default_cache_dir};
 use super::setup::{BodyRequest, BodySource};
 use super::{GridMode, SimError, SimOptions, SimSetup, Simulation, StepStats};
 
@@ -148,8 +147,39 @@ pub fn load_setup_cached(
     refuse_state_file(scene_path)?;
     let scene = Scene::load(scene_path)?;
     let dir = scene_path.parent().unwrap_or(Path::new("."));
-    let mut baker = MeshBaker::new(cache_dir);
-    SimSetup::from_scene_with_bodies(&scene, dir, SimOptions { grid }, &mut baker)
+    #[cfg(feature = "bake")]
+    let mut bodies = super::bodies::MeshBaker::new(cache_dir);
+    #[cfg(not(feature = "bake"))]
+    let mut bodies = {
+        let _ = cache_dir;
+        NoMeshBaker
+    };
+    SimSetup::from_scene_with_bodies(&scene, dir, SimOptions { grid }, &mut bodies)
+}
+
+/// `$XDG_CACHE_HOME/pellet/bodies`, else `$HOME/.cache/pellet/bodies`: where
+/// bodies baked on the fly are kept (the HTTP cache lives below it, in `http/`).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("pellet").join("bodies"))
+}
+
+/// The body source of a player built without `bake`: a TOML scene's mesh
+/// bodies cannot be baked here.
+#[cfg(not(feature = "bake"))]
+struct NoMeshBaker;
+
+#[cfg(not(feature = "bake"))]
+impl BodySource for NoMeshBaker {
+    fn body(&mut self, index: usize, request: &BodyRequest) -> Result<ParticleBody, SimError> {
+        Err(SimError::Unsupported(format!(
+            "bodies[{index}]: {}: this player was built without bake (--no-default-features), so it cannot bake meshes; bake the scene into a folder first (bake scene SCENE.toml -o DIR) and play that",
+            request.mesh.display()
+        )))
+    }
 }
 
 /// A saved state (`.pellet`) given where a scene belongs gets a message that
