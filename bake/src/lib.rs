@@ -12,6 +12,7 @@ pub mod output;
 pub mod pack;
 pub mod preview;
 pub mod progress;
+pub mod report;
 pub mod scene_bake;
 pub mod table;
 pub mod table_validation;

@@ -5,6 +5,7 @@
 
 mod error;
 
+pub mod print;
 pub mod remote;
 pub mod render;
 pub mod scene_info;

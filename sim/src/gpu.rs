@@ -17,7 +17,8 @@ use super::body::BodyGpu;
 use super::setup::{Params, SimSetup};
 use super::{Counter, ForceKind, HostState, NUM_COUNTERS, SimError};
 
-const SHADER: &str = include_str!("sim.wgsl");
+/// Every simulation kernel (`sim.wgsl`), for validation and layout tests.
+pub const SHADER: &str = include_str!("sim.wgsl");
 const WG: u32 = 256;
 
 // Binding numbers of `sim.wgsl`.

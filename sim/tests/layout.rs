@@ -1,0 +1,87 @@
+//! Every `#[repr(C)]` struct the kernels read has the size and member
+//! offsets of its WGSL twin in `sim.wgsl` (naga's layouter is the judge), so a
+//! field added on one side only fails here, not as garbage on the GPU.
+#![allow(clippy::unwrap_used)]
+
+use std::mem::{offset_of, size_of};
+
+use pellet_gpu::wgpu::naga;
+use pellet_sim::body::BodyGpu;
+use pellet_sim::setup::Params;
+
+/// (WGSL member, Rust byte offset) for each member of the WGSL struct.
+fn params_members() -> Vec<(&'static str, usize)> {
+    let f = 4; // one f32 / u32 / i32
+    vec![
+        ("n", offset_of!(Params, n)),
+        ("slots", offset_of!(Params, slots)),
+        ("num_keys", offset_of!(Params, num_keys)),
+        ("hashed", offset_of!(Params, hashed)),
+        ("dim_x", offset_of!(Params, dims)),
+        ("dim_y", offset_of!(Params, dims) + f),
+        ("dim_z", offset_of!(Params, dims) + 2 * f),
+        ("wall_count", offset_of!(Params, wall_count)),
+        ("origin_x", offset_of!(Params, origin)),
+        ("origin_y", offset_of!(Params, origin) + f),
+        ("origin_z", offset_of!(Params, origin) + 2 * f),
+        ("cell_size", offset_of!(Params, cell_size)),
+        ("gravity_x", offset_of!(Params, gravity)),
+        ("gravity_y", offset_of!(Params, gravity) + f),
+        ("gravity_z", offset_of!(Params, gravity) + 2 * f),
+        ("material_count", offset_of!(Params, material_count)),
+        ("dt", offset_of!(Params, dt)),
+        ("inv_cell", offset_of!(Params, inv_cell)),
+        ("body_count", offset_of!(Params, body_count)),
+        ("pad1", offset_of!(Params, pad)),
+        ("lo_x", offset_of!(Params, domain_min)),
+        ("lo_y", offset_of!(Params, domain_min) + f),
+        ("lo_z", offset_of!(Params, domain_min) + 2 * f),
+        ("closed", offset_of!(Params, closed_faces)),
+        ("hi_x", offset_of!(Params, domain_max)),
+        ("hi_y", offset_of!(Params, domain_max) + f),
+        ("hi_z", offset_of!(Params, domain_max) + 2 * f),
+        ("pad2", offset_of!(Params, pad2)),
+    ]
+}
+
+fn body_members() -> Vec<(&'static str, usize)> {
+    let row = 16;
+    vec![
+        ("position", offset_of!(BodyGpu, position)),
+        ("orientation", offset_of!(BodyGpu, orientation)),
+        ("momentum", offset_of!(BodyGpu, momentum)),
+        ("angular_momentum", offset_of!(BodyGpu, angular_momentum)),
+        ("omega", offset_of!(BodyGpu, omega)),
+        ("velocity", offset_of!(BodyGpu, velocity)),
+        ("inv_inertia0", offset_of!(BodyGpu, inv_inertia)),
+        ("inv_inertia1", offset_of!(BodyGpu, inv_inertia) + row),
+        ("inv_inertia2", offset_of!(BodyGpu, inv_inertia) + 2 * row),
+        ("range", offset_of!(BodyGpu, range)),
+    ]
+}
+
+#[test]
+fn kernel_structs_match_their_wgsl_twins() {
+    let (module, _) = pellet_gpu::validate_wgsl("sim.wgsl", pellet_sim::gpu::SHADER).unwrap();
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    for (name, rust_size, members) in [
+        ("Params", size_of::<Params>(), params_members()),
+        ("Body", size_of::<BodyGpu>(), body_members()),
+    ] {
+        let (handle, ty) = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no struct {name} in sim.wgsl"));
+        assert_eq!(layouter[handle].size as usize, rust_size, "size of {name}");
+        let naga::TypeInner::Struct { members: wgsl, .. } = &ty.inner else {
+            panic!("{name} is not a struct");
+        };
+        assert_eq!(wgsl.len(), members.len(), "members of {name}");
+        for (w, (rust_name, rust_offset)) in wgsl.iter().zip(&members) {
+            assert_eq!(w.name.as_deref(), Some(*rust_name), "{name} member order");
+            assert_eq!(w.offset as usize, *rust_offset, "{name}.{rust_name} offset");
+        }
+    }
+}
