@@ -14,7 +14,100 @@ use pellet_formats::baked_folder::{MANIFEST_FILE, content_hash, object_path};
 use pellet_formats::container::decode;
 use pellet_formats::io::write_atomic;
 
-use crate::sim::SimError;
+/// Why loading or polling a served baked folder failed. Every message names
+/// the URL (or the cache file) first and is one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// A 4xx answer (not retried).
+    #[error("{url}: the server answered {status}")]
+    Status {
+        /// The request.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A body over the size limit.
+    #[error("{url}: larger than the {limit}-byte limit")]
+    TooLarge {
+        /// The request.
+        url: String,
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// Every attempt failed (unreachable, 5xx, cut short).
+    #[error("{url}: {last}; gave up after {attempts} attempts")]
+    GaveUp {
+        /// The request.
+        url: String,
+        /// Attempts made.
+        attempts: u32,
+        /// How the last one failed.
+        last: String,
+    },
+    /// The whole load ran past its time limit.
+    #[error(
+        "{url}: the whole load took more than {limit_s:.0} s, the limit (PELLET_HTTP_TIMEOUT_S sets it){}",
+        if last.is_empty() { String::new() } else { format!("; last: {last}") }
+    )]
+    Deadline {
+        /// The request under way.
+        url: String,
+        /// The limit, seconds.
+        limit_s: f64,
+        /// How the last attempt failed, if one did.
+        last: String,
+    },
+    /// A manifest names an object by something that is not a hash.
+    #[error("{url}: object name {name:?} is not a BLAKE3 hash")]
+    BadName {
+        /// The manifest.
+        url: String,
+        /// The name.
+        name: String,
+    },
+    /// An object's bytes do not hash to its name.
+    #[error(
+        "{url}: content hash is {actual}, not the {expected} its name promises (corrupt, truncated or tampered)"
+    )]
+    HashMismatch {
+        /// The object.
+        url: String,
+        /// The hash its name gives.
+        expected: String,
+        /// The hash of its bytes.
+        actual: String,
+    },
+    /// The manifest or an object's header is not valid.
+    #[error("{url}: {error}")]
+    Decode {
+        /// The file.
+        url: String,
+        /// Why.
+        error: pellet_formats::DecodeError,
+    },
+    /// A 304 to a request that sent no validators.
+    #[error("{url}: answered 304 to an unconditional request")]
+    UnexpectedNotModified {
+        /// The request.
+        url: String,
+    },
+    /// The local cache folder could not be written.
+    #[error("{}: {error}", path.display())]
+    Cache {
+        /// The cache file or folder.
+        path: PathBuf,
+        /// What the OS said.
+        error: std::io::Error,
+    },
+}
+
+fn cache_err(path: &Path) -> impl FnOnce(std::io::Error) -> RemoteError + '_ {
+    move |error| RemoteError::Cache {
+        path: path.to_path_buf(),
+        error,
+    }
+}
 
 /// Largest manifest accepted, bytes.
 pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
@@ -67,10 +160,6 @@ pub fn http_cache_root(cache_dir: Option<&Path>) -> PathBuf {
     cache_dir.map_or_else(default_http_cache, |d| d.join("http"))
 }
 
-fn err(url: &str, what: impl std::fmt::Display) -> SimError {
-    SimError::Invalid(format!("{url}: {what}"))
-}
-
 /// What a GET returned.
 enum Fetched {
     /// 200 with a body and the validators to send next time.
@@ -100,7 +189,7 @@ fn get(
     limit: u64,
     validators: Option<&Validators>,
     deadline: &Deadline,
-) -> Result<Fetched, SimError> {
+) -> Result<Fetched, RemoteError> {
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
@@ -133,7 +222,10 @@ fn get(
                     return Ok(Fetched::NotModified);
                 }
                 if (400..500).contains(&status) {
-                    return Err(err(url, format!("the server answered {status}")));
+                    return Err(RemoteError::Status {
+                        url: url.to_owned(),
+                        status,
+                    });
                 }
                 if status >= 300 {
                     last = format!("the server answered {status}");
@@ -164,7 +256,10 @@ fn get(
                 match response.body_mut().with_config().limit(limit).read_to_vec() {
                     Ok(bytes) => return Ok(Fetched::Body { bytes, validators }),
                     Err(ureq::Error::BodyExceedsLimit(_)) => {
-                        return Err(err(url, format!("larger than the {limit}-byte limit")));
+                        return Err(RemoteError::TooLarge {
+                            url: url.to_owned(),
+                            limit,
+                        });
                     }
                     Err(e) => last = format!("the body was cut short ({e})"),
                 }
@@ -175,10 +270,11 @@ fn get(
             return Err(deadline.expired(url, &last));
         }
     }
-    Err(err(
-        url,
-        format!("{last}; gave up after {ATTEMPTS} attempts"),
-    ))
+    Err(RemoteError::GaveUp {
+        url: url.to_owned(),
+        attempts: ATTEMPTS,
+        last,
+    })
 }
 
 /// The time one load may still take.
@@ -200,26 +296,19 @@ impl Deadline {
         self.at.saturating_duration_since(std::time::Instant::now())
     }
 
-    fn expired(&self, url: &str, last: &str) -> SimError {
-        err(
-            url,
-            format!(
-                "the whole load took more than {:.0} s, the limit (PELLET_HTTP_TIMEOUT_S sets it){}",
-                self.limit.as_secs_f64(),
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!("; last: {last}")
-                }
-            ),
-        )
+    fn expired(&self, url: &str, last: &str) -> RemoteError {
+        RemoteError::Deadline {
+            url: url.to_owned(),
+            limit_s: self.limit.as_secs_f64(),
+            last: last.to_owned(),
+        }
     }
 }
 
 /// Fetches the baked folder at `url` into its cache folder below
 /// `cache_root` and returns that folder. Objects already cached with the
 /// right hash are not fetched again.
-pub fn fetch_baked_folder(url: &str, cache_root: &Path) -> Result<PathBuf, SimError> {
+pub fn fetch_baked_folder(url: &str, cache_root: &Path) -> Result<PathBuf, RemoteError> {
     RemoteFolder::new(url, cache_root).fetch()
 }
 
@@ -287,7 +376,7 @@ impl RemoteFolder {
     }
 
     /// Fetches the manifest unconditionally, then every missing object.
-    pub fn fetch(&mut self) -> Result<PathBuf, SimError> {
+    pub fn fetch(&mut self) -> Result<PathBuf, RemoteError> {
         self.validators = None;
         self.manifest_hash = None;
         self.poll()?;
@@ -298,9 +387,8 @@ impl RemoteFolder {
     /// manifest changed and every object it names is now cached and checked;
     /// `Ok(None)` when it is unchanged (304, or the same bytes). On an error
     /// the cache keeps the last good manifest and its objects.
-    pub fn poll(&mut self) -> Result<Option<PathBuf>, SimError> {
-        std::fs::create_dir_all(&self.folder)
-            .map_err(|e| err(&self.folder.display().to_string(), e))?;
+    pub fn poll(&mut self) -> Result<Option<PathBuf>, RemoteError> {
+        std::fs::create_dir_all(&self.folder).map_err(cache_err(&self.folder))?;
         let deadline = Deadline::new(self.load_timeout);
         let manifest_url = format!("{}/{MANIFEST_FILE}", self.base);
         let (bytes, validators) = match get(
@@ -324,15 +412,18 @@ impl RemoteFolder {
             return Ok(None);
         }
         let manifest: Manifest =
-            decode(&bytes, &DecodeLimits::default()).map_err(|e| err(&manifest_url, e))?;
+            decode(&bytes, &DecodeLimits::default()).map_err(|error| RemoteError::Decode {
+                url: manifest_url.clone(),
+                error,
+            })?;
         for entry in &manifest.objects {
             // Names come from the network: only 64-digit hashes become file
             // names, so `..`, `/etc/passwd` and the like never reach the disk.
             if !is_object_hash(&entry.hash) {
-                return Err(err(
-                    &manifest_url,
-                    format!("object name {:?} is not a BLAKE3 hash", entry.hash),
-                ));
+                return Err(RemoteError::BadName {
+                    url: manifest_url,
+                    name: entry.hash.clone(),
+                });
             }
             let path = object_path(&self.folder, &entry.hash);
             if let Ok(existing) = std::fs::read(&path)
@@ -345,28 +436,31 @@ impl RemoteFolder {
             let Fetched::Body { bytes: data, .. } =
                 get(&self.agent, &object_url, limit, None, &deadline)?
             else {
-                return Err(err(&object_url, "answered 304 to an unconditional request"));
+                return Err(RemoteError::UnexpectedNotModified { url: object_url });
             };
             let actual = content_hash(&data);
             if actual != entry.hash {
-                return Err(err(
-                    &object_url,
-                    format!(
-                        "content hash is {actual}, not the {} its name promises (corrupt, truncated or tampered)",
-                        entry.hash
-                    ),
-                ));
+                return Err(RemoteError::HashMismatch {
+                    url: object_url,
+                    expected: entry.hash.clone(),
+                    actual,
+                });
             }
             // A kind check before keeping it.
             let _: pellet_formats::container::Header =
-                pellet_formats::container::Header::parse(&data).map_err(|e| err(&object_url, e))?;
-            write_atomic(&path, &data).map_err(|e| err(&path.display().to_string(), e))?;
+                pellet_formats::container::Header::parse(&data).map_err(|error| {
+                    RemoteError::Decode {
+                        url: object_url.clone(),
+                        error,
+                    }
+                })?;
+            write_atomic(&path, &data).map_err(cache_err(&path))?;
             self.counts.objects += 1;
             self.counts.object_bytes += data.len() as u64;
         }
         // The manifest last: the cached folder is never half-written.
-        write_atomic(&self.folder.join(MANIFEST_FILE), &bytes)
-            .map_err(|e| err(&self.folder.display().to_string(), e))?;
+        let manifest_path = self.folder.join(MANIFEST_FILE);
+        write_atomic(&manifest_path, &bytes).map_err(cache_err(&manifest_path))?;
         self.validators = Some(validators);
         self.manifest_hash = Some(hash);
         Ok(Some(self.folder.clone()))

@@ -21,6 +21,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
+use crate::PlayerError;
 use crate::render::{Camera, ColourMode, FrameRenderer};
 use crate::sim::run::load_setup_cached;
 use crate::sim::setup::{PairParams, SimSetup, damping_ratio};
@@ -96,9 +97,9 @@ impl Shaders {
         setup: &SimSetup,
         size: (u32, u32),
         format: wgpu::TextureFormat,
-    ) -> Result<FrameRenderer, SimError> {
+    ) -> Result<FrameRenderer, PlayerError> {
         let Some(g) = sim.gpu_sim() else {
-            return Err(SimError::Invalid("the viewer needs the GPU backend".into()));
+            return Err(PlayerError::Options("the viewer needs the GPU backend"));
         };
         let mut renderer =
             FrameRenderer::with_format(g, setup, size.0.max(1), size.1.max(1), format)?;
@@ -171,23 +172,8 @@ pub fn display_available() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
 }
 
-/// The one line shown when there is no display.
-pub fn no_display_message(scene: &Path) -> String {
-    format!(
-        "no display (neither DISPLAY nor WAYLAND_DISPLAY is set), so no window; {}",
-        render_instead(scene)
-    )
-}
-
-fn render_instead(scene: &Path) -> String {
-    format!(
-        "render frames instead: player run {} --headless --frames 120 --out frames/",
-        scene.display()
-    )
-}
-
-/// The one line shown when the display named in the environment does not answer.
-fn unreachable_display_message(scene: &Path) -> String {
+/// The display the environment names (`DISPLAY=:77`), for messages.
+fn named_display() -> Option<String> {
     let named: Vec<String> = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
         .filter_map(|v| {
@@ -197,22 +183,33 @@ fn unreachable_display_message(scene: &Path) -> String {
                 .map(|s| format!("{v}={s}"))
         })
         .collect();
-    format!(
-        "cannot open the display {} (no display server answers there), so no window; {}",
-        named.join(", "),
-        render_instead(scene)
-    )
+    (!named.is_empty()).then(|| named.join(", "))
+}
+
+/// The one line shown when there is no display.
+pub fn no_display_message(scene: &Path) -> String {
+    PlayerError::NoDisplay {
+        display: None,
+        scene: scene.to_path_buf(),
+    }
+    .to_string()
 }
 
 /// Opens the window and plays until it is closed.
-pub fn run_viewer(options: ViewerOptions) -> Result<(), SimError> {
+pub fn run_viewer(options: ViewerOptions) -> Result<(), PlayerError> {
     if !display_available() {
-        return Err(SimError::Invalid(no_display_message(&options.scene)));
+        return Err(PlayerError::NoDisplay {
+            display: None,
+            scene: options.scene.clone(),
+        });
     }
     let event_loop = EventLoop::new().map_err(|e| {
         // winit's message names its source files; keep it for -vv.
         tracing::debug!("EventLoop::new: {e}");
-        SimError::Invalid(unreachable_display_message(&options.scene))
+        PlayerError::NoDisplay {
+            display: named_display(),
+            scene: options.scene.clone(),
+        }
     })?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let mut app = App {
@@ -222,7 +219,10 @@ pub fn run_viewer(options: ViewerOptions) -> Result<(), SimError> {
     };
     event_loop
         .run_app(&mut app)
-        .map_err(|e| SimError::Invalid(format!("window event loop failed: {e}")))?;
+        .map_err(|e| PlayerError::Window {
+            what: "the window event loop failed",
+            message: e.to_string(),
+        })?;
     match app.error {
         Some(e) => Err(e),
         None => Ok(()),
@@ -316,7 +316,7 @@ fn scene_files(path: &Path) -> Vec<PathBuf> {
 struct App {
     options: ViewerOptions,
     state: Option<WindowState>,
-    error: Option<SimError>,
+    error: Option<PlayerError>,
 }
 
 fn scenes_beside(path: &Path) -> Vec<PathBuf> {
@@ -354,7 +354,7 @@ fn start_scene(
     format: wgpu::TextureFormat,
     size: (u32, u32),
     shaders: &Shaders,
-) -> Result<Playing, SimError> {
+) -> Result<Playing, PlayerError> {
     let setup = load_setup_cached(path, GridMode::Auto, cache)?;
     let sim = shaders.simulation(gpu, &setup)?;
     let renderer = shaders.renderer(&sim, &setup, size, format)?;
@@ -369,9 +369,11 @@ fn start_scene(
 }
 
 impl WindowState {
-    fn new(event_loop: &ActiveEventLoop, options: &ViewerOptions) -> Result<Self, SimError> {
-        let fail =
-            |what: &str, e: &dyn std::fmt::Display| SimError::Invalid(format!("{what}: {e}"));
+    fn new(event_loop: &ActiveEventLoop, options: &ViewerOptions) -> Result<Self, PlayerError> {
+        let fail = |what: &'static str, e: &dyn std::fmt::Display| PlayerError::Window {
+            what,
+            message: e.to_string(),
+        };
         let window = Arc::new(
             event_loop
                 .create_window(
@@ -404,8 +406,9 @@ impl WindowState {
         let size = window.inner_size();
         let mut config = surface
             .get_default_config(&gpu.adapter, size.width.max(1), size.height.max(1))
-            .ok_or_else(|| {
-                SimError::Invalid("the window surface is not supported by this adapter".into())
+            .ok_or_else(|| PlayerError::Window {
+                what: "the window surface",
+                message: "is not supported by this adapter".into(),
             })?;
         let caps = surface.get_capabilities(&gpu.adapter);
         if caps.usages.contains(wgpu::TextureUsages::COPY_SRC) {
@@ -533,7 +536,7 @@ impl WindowState {
         &self,
         mut setup: SimSetup,
         sim_source: Option<&str>,
-    ) -> Result<(SimSetup, Simulation, FrameRenderer), SimError> {
+    ) -> Result<(SimSetup, Simulation, FrameRenderer), PlayerError> {
         if let (Ok(state), Ok(bodies)) = (self.playing.sim.snapshot(), self.playing.sim.bodies()) {
             setup.carry_state_from(&self.playing.setup, &state, &bodies);
         }
@@ -652,7 +655,7 @@ impl WindowState {
     }
 
     /// Steps to keep up with real time, within a budget per frame.
-    fn simulate(&mut self) -> Result<(), SimError> {
+    fn simulate(&mut self) -> Result<(), PlayerError> {
         let now = Instant::now();
         let elapsed = now.duration_since(self.last_frame).as_secs_f64();
         self.last_frame = now;
@@ -821,7 +824,7 @@ impl WindowState {
         (changed, switch, reset)
     }
 
-    fn redraw(&mut self, options: &ViewerOptions) -> Result<bool, SimError> {
+    fn redraw(&mut self, options: &ViewerOptions) -> Result<bool, PlayerError> {
         if self.watcher.as_mut().is_some_and(|w| w.changed()) {
             self.hot_reload(options.cache_dir.clone());
         }
@@ -971,14 +974,16 @@ impl WindowState {
         buffer: &wgpu::Buffer,
         row: u32,
         path: &Path,
-    ) -> Result<(), SimError> {
-        let fail = |e: &dyn std::fmt::Display| {
-            SimError::Invalid(format!("screenshot {}: {e}", path.display()))
+    ) -> Result<(), PlayerError> {
+        let fail = |e: &dyn std::fmt::Display| PlayerError::Screenshot {
+            path: path.to_path_buf(),
+            message: e.to_string(),
         };
         if !self.config.usage.contains(wgpu::TextureUsages::COPY_SRC) {
-            return Err(SimError::Invalid(
-                "this window surface cannot be read back for a screenshot".into(),
-            ));
+            return Err(PlayerError::Screenshot {
+                path: path.to_path_buf(),
+                message: "this window surface cannot be read back".into(),
+            });
         }
         let slice = buffer.slice(..);
         let (tx, rx) = std::sync::mpsc::channel();

@@ -15,6 +15,7 @@ use pellet_gpu::{BackendChoice, Gpu};
 
 use super::setup::{BodyRequest, BodySource};
 use super::{GridMode, SimError, SimOptions, SimSetup, Simulation, StepStats};
+use crate::PlayerError;
 
 /// Where a headless run computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +127,7 @@ const MAX_BATCH: u64 = 50;
 
 /// Loads `scene_path` and sets up its simulation, baking its bodies'
 /// meshes through the default cache.
-pub fn load_setup(scene_path: &Path, grid: GridMode) -> Result<SimSetup, SimError> {
+pub fn load_setup(scene_path: &Path, grid: GridMode) -> Result<SimSetup, PlayerError> {
     load_setup_cached(scene_path, grid, default_cache_dir())
 }
 
@@ -135,7 +136,7 @@ pub fn load_setup_cached(
     scene_path: &Path,
     grid: GridMode,
     cache_dir: Option<PathBuf>,
-) -> Result<SimSetup, SimError> {
+) -> Result<SimSetup, PlayerError> {
     if crate::remote::is_url(scene_path) {
         let root = crate::remote::http_cache_root(cache_dir.as_deref());
         let folder = crate::remote::fetch_baked_folder(&scene_path.to_string_lossy(), &root)?;
@@ -154,7 +155,12 @@ pub fn load_setup_cached(
         let _ = cache_dir;
         NoMeshBaker
     };
-    SimSetup::from_scene_with_bodies(&scene, dir, SimOptions { grid }, &mut bodies)
+    Ok(SimSetup::from_scene_with_bodies(
+        &scene,
+        dir,
+        SimOptions { grid },
+        &mut bodies,
+    )?)
 }
 
 /// `$XDG_CACHE_HOME/pellet/bodies`, else `$HOME/.cache/pellet/bodies`: where
@@ -184,7 +190,7 @@ impl BodySource for NoMeshBaker {
 
 /// A saved state (`.pellet`) given where a scene belongs gets a message that
 /// says what the file is and how to use it.
-pub fn refuse_state_file(path: &Path) -> Result<(), SimError> {
+pub fn refuse_state_file(path: &Path) -> Result<(), PlayerError> {
     let magic = pellet_formats::container::MAGIC;
     let mut head = vec![0u8; magic.len()];
     let is_container = path.is_file()
@@ -193,14 +199,13 @@ pub fn refuse_state_file(path: &Path) -> Result<(), SimError> {
             .is_ok()
         && head[..] == magic[..];
     if is_container {
-        return Err(SimError::Invalid(format!(
-            "{}: is a .pellet asset (a saved state or baked body), not a scene: play a scene TOML or a baked folder; to continue from a saved state, name it in a scene's [[particles]] file = \"{}\"; to look inside, run bake inspect {}",
-            path.display(),
-            path.file_name()
-                .map(|n| n.to_string_lossy())
+        return Err(PlayerError::NotAScene {
+            path: path.to_path_buf(),
+            name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            path.display()
-        )));
+        });
     }
     Ok(())
 }
@@ -228,19 +233,24 @@ impl BodySource for FolderBodies<'_> {
 /// hash (its particle files as `<hash>.pellet`, its bodies as object
 /// hashes), and every object is hash-checked as it is read, so a tampered or
 /// hostile folder can make the player read nothing outside it.
-pub fn load_baked_folder(dir: &Path, grid: GridMode) -> Result<SimSetup, SimError> {
+pub fn load_baked_folder(dir: &Path, grid: GridMode) -> Result<SimSetup, PlayerError> {
     let baked = read_baked_scene(dir)?;
     let mut bodies = FolderBodies {
         dir,
         refs: baked.bodies.clone(),
     };
-    SimSetup::from_scene_with_bodies(&baked.scene, dir, SimOptions { grid }, &mut bodies)
+    Ok(SimSetup::from_scene_with_bodies(
+        &baked.scene,
+        dir,
+        SimOptions { grid },
+        &mut bodies,
+    )?)
 }
 
 /// The scene `path` names, and the folder its relative files resolve in: a
 /// scene TOML, a baked folder, or the URL of one (fetched into the HTTP
 /// cache below `cache_dir`).
-pub fn read_scene(path: &Path, cache_dir: Option<&Path>) -> Result<(Scene, PathBuf), SimError> {
+pub fn read_scene(path: &Path, cache_dir: Option<&Path>) -> Result<(Scene, PathBuf), PlayerError> {
     if crate::remote::is_url(path) {
         let root = crate::remote::http_cache_root(cache_dir);
         let folder = crate::remote::fetch_baked_folder(&path.to_string_lossy(), &root)?;
@@ -256,16 +266,15 @@ pub fn read_scene(path: &Path, cache_dir: Option<&Path>) -> Result<(Scene, PathB
 
 /// Reads the baked scene of folder `dir` and checks that it names only
 /// objects of its manifest (see [`load_baked_folder`]).
-pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, SimError> {
+pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, PlayerError> {
     let limits = DecodeLimits::default();
     if !dir
         .join(pellet_formats::baked_folder::MANIFEST_FILE)
         .exists()
     {
-        return Err(SimError::Invalid(format!(
-            "{}: is a folder without a manifest.pellet, so not a baked folder (bake scene SCENE.toml -o DIR writes one; or give a scene TOML)",
-            dir.display()
-        )));
+        return Err(PlayerError::NotBakedFolder {
+            dir: dir.to_path_buf(),
+        });
     }
     let manifest = read_manifest(dir, &limits)?;
     let baked: BakedScene = read_object(dir, &manifest.scene, &limits)?;
@@ -275,11 +284,9 @@ pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, SimError> {
             .iter()
             .any(|o| o.hash == hash && o.kind == kind)
     };
-    let refuse = |what: String| {
-        SimError::Invalid(format!(
-            "{}: {what} (a baked scene may name only objects of its own manifest)",
-            dir.display()
-        ))
+    let refuse = |what: String| PlayerError::Confinement {
+        dir: dir.to_path_buf(),
+        what,
     };
     for (i, source) in baked.scene.particles.iter().enumerate() {
         if let ParticleOrigin::File(file) = &source.origin {
@@ -351,25 +358,29 @@ pub fn start_within(
     }
 }
 
-fn write_err(path: &Path, e: impl std::fmt::Display) -> SimError {
-    SimError::Invalid(format!("cannot write {}: {e}", path.display()))
-}
-
-/// A `.pellet` write failed: its error names the path already.
-fn save_err(e: pellet_formats::WriteError) -> SimError {
-    SimError::Invalid(e.to_string())
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> PlayerError + '_ {
+    move |error| PlayerError::Write {
+        path: path.to_path_buf(),
+        error,
+    }
 }
 
 /// Refuses, before any loading or stepping, output paths that could not be
 /// written at the end: `--save`, `--stats`, `--save-dir`, `--out`.
-pub fn check_outputs(options: &RunOptions) -> Result<(), SimError> {
-    let file = |flag: &str, p: &Path| {
-        pellet_formats::io::check_output_file(p)
-            .map_err(|e| SimError::Invalid(format!("{flag} {}: {e}", p.display())))
+pub fn check_outputs(options: &RunOptions) -> Result<(), PlayerError> {
+    let output = |flag: &'static str, p: &Path| {
+        let path = p.to_path_buf();
+        move |problem: String| PlayerError::Output {
+            flag,
+            path,
+            problem,
+        }
     };
-    let folder = |flag: &str, p: &Path| {
-        pellet_formats::io::check_output_folder(p)
-            .map_err(|e| SimError::Invalid(format!("{flag} {}: {e}", p.display())))
+    let file = |flag: &'static str, p: &Path| {
+        pellet_formats::io::check_output_file(p).map_err(output(flag, p))
+    };
+    let folder = |flag: &'static str, p: &Path| {
+        pellet_formats::io::check_output_folder(p).map_err(output(flag, p))
     };
     if let Some(p) = &options.save {
         file("--save", p)?;
@@ -412,22 +423,23 @@ pub fn run_headless(
     scene_path: &Path,
     options: &RunOptions,
     mut progress: impl FnMut(u64, u64),
-) -> Result<RunSummary, SimError> {
+) -> Result<RunSummary, PlayerError> {
     check_outputs(options)?;
     if let Some(steps) = options.steps
         && steps > MAX_STEPS
     {
-        return Err(SimError::Invalid(format!(
-            "--steps {steps} is more than the limit of {MAX_STEPS} steps per run"
-        )));
+        return Err(PlayerError::TooManySteps {
+            what: format!("--steps {steps}"),
+            steps: steps as f64,
+            hint: "",
+        });
     }
     let cache = options.cache_dir.clone().or_else(default_cache_dir);
     let setup = load_setup_cached(scene_path, options.grid, cache)?;
     if setup.particles.is_empty() {
-        return Err(SimError::Invalid(format!(
-            "{} has no particles to simulate",
-            scene_path.display()
-        )));
+        return Err(PlayerError::NoParticles {
+            scene: scene_path.to_path_buf(),
+        });
     }
     let frame_every = options.frames.as_ref().map(|f| {
         f.every
@@ -440,35 +452,39 @@ pub fn run_headless(
             None => {
                 let steps = (setup.duration / setup.dt).ceil();
                 if steps.is_nan() || steps > MAX_STEPS as f64 {
-                    return Err(SimError::Invalid(format!(
-                        "{}: simulation.duration {} s at a time step of {:.3e} s is {steps:.3e} steps, more than the limit of {MAX_STEPS}; lengthen the time step or give --steps",
-                        scene_path.display(),
-                        setup.duration,
-                        setup.dt
-                    )));
+                    return Err(PlayerError::TooManySteps {
+                        what: format!(
+                            "{}: simulation.duration {} s at a time step of {:.3e} s",
+                            scene_path.display(),
+                            setup.duration,
+                            setup.dt
+                        ),
+                        steps,
+                        hint: "; lengthen the time step or give --steps",
+                    });
                 }
                 steps as u64
             }
         },
     };
     if total > MAX_STEPS {
-        return Err(SimError::Invalid(format!(
-            "the run would take {total} steps, more than the limit of {MAX_STEPS}"
-        )));
+        return Err(PlayerError::TooManySteps {
+            what: "the run of --frames x --every".into(),
+            steps: total as f64,
+            hint: "",
+        });
     }
     if options.save_every.is_some() != options.save_dir.is_some() {
-        return Err(SimError::Invalid(
-            "--save-every and --save-dir go together".into(),
+        return Err(PlayerError::Options(
+            "--save-every and --save-dir go together",
         ));
     }
     if options.stats_every == 0 || options.save_every == Some(0) {
-        return Err(SimError::Invalid(
-            "step intervals must be at least 1".into(),
-        ));
+        return Err(PlayerError::Options("step intervals must be at least 1"));
     }
     let mut stats_out = match &options.stats {
         Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p).map_err(|e| write_err(p, e))?,
+            std::fs::File::create(p).map_err(write_err(p))?,
         )),
         None => None,
     };
@@ -476,16 +492,13 @@ pub fn run_headless(
     let renderer = match &options.frames {
         Some(f) => {
             let Some(gs) = sim.gpu_sim() else {
-                return Err(SimError::Invalid(
-                    if sim.block_stats().is_some() {
-                        "--frames renders from the GPU's buffers, which hold one block at a time here: save states (--save-every) and render those"
-                    } else {
-                        "--frames renders from the GPU's buffers: use --backend gpu"
-                    }
-                    .into(),
-                ));
+                return Err(PlayerError::Options(if sim.block_stats().is_some() {
+                    "--frames renders from the GPU's buffers, which hold one block at a time here: save states (--save-every) and render those"
+                } else {
+                    "--frames renders from the GPU's buffers: use --backend gpu"
+                }));
             };
-            std::fs::create_dir_all(&f.out).map_err(|e| write_err(&f.out, e))?;
+            std::fs::create_dir_all(&f.out).map_err(write_err(&f.out))?;
             let r = crate::render::FrameRenderer::new(gs, &setup, f.width, f.height)?;
             let min = setup.grid.origin;
             let max: [f32; 3] =
@@ -496,11 +509,12 @@ pub fn run_headless(
         None => None,
     };
     let mut frames_written = 0u64;
-    let mut write_frame = || -> Result<(), SimError> {
+    let mut write_frame = || -> Result<(), PlayerError> {
         if let Some((r, camera, f)) = &renderer {
             let img = r.render(camera, f.colour, SPEED_SCALE)?;
             let path = f.out.join(format!("frame_{frames_written:05}.png"));
-            img.save(&path).map_err(|e| write_err(&path, e))?;
+            img.save(&path)
+                .map_err(|e| write_err(&path)(std::io::Error::other(e)))?;
             frames_written += 1;
         }
         Ok(())
@@ -537,30 +551,29 @@ pub fn run_headless(
         if step % options.stats_every == 0 || step == total {
             last = sim.stats()?;
             check_stats(&last)?;
-            if let Some(out) = &mut stats_out {
-                serde_json::to_writer(&mut *out, &last)
-                    .map_err(|e| SimError::Invalid(e.to_string()))?;
-                writeln!(out).map_err(|e| SimError::Invalid(e.to_string()))?;
+            if let (Some(out), Some(path)) = (&mut stats_out, &options.stats) {
+                serde_json::to_writer(&mut *out, &last).map_err(|e| write_err(path)(e.into()))?;
+                writeln!(out).map_err(write_err(path))?;
                 // One line at a time, so `tail -f` follows a long run.
-                out.flush().map_err(|e| SimError::Invalid(e.to_string()))?;
+                out.flush().map_err(write_err(path))?;
             }
         }
         if let (Some(k), Some(dir)) = (options.save_every, &options.save_dir)
             && step % k == 0
         {
             let path = dir.join(format!("state_{step:08}.pellet"));
-            write_asset(&path, &sim.snapshot()?).map_err(save_err)?;
+            write_asset(&path, &sim.snapshot()?)?;
             saved.push(path);
         }
         progress(step, total);
     }
-    if let Some(out) = &mut stats_out {
-        out.flush().map_err(|e| SimError::Invalid(e.to_string()))?;
+    if let (Some(out), Some(path)) = (&mut stats_out, &options.stats) {
+        out.flush().map_err(write_err(path))?;
     }
     let seconds = started.elapsed().as_secs_f64();
     if let Some(path) = &options.save {
         check_stats(&sim.stats()?)?;
-        write_asset(path, &sim.snapshot()?).map_err(save_err)?;
+        write_asset(path, &sim.snapshot()?)?;
         saved.push(path.clone());
     }
     let steps = sim.steps();
