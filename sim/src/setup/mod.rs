@@ -4,21 +4,32 @@
 //!
 //! Both backends (GPU and the CPU twin) start from the same `SimSetup`, so a
 //! scene means exactly the same thing on both.
+//!
+//! - `layout.rs`: the arrays and uniform blocks in the kernels' layout;
+//! - `materials.rs`: the contact parameters of each pair of materials;
+//! - `bodies.rs`: `[[bodies]]` entries turned into rigid bodies and their particles;
+//! - `checks.rs`: starting positions checked against the walls and each other.
 
 use std::path::Path;
 
-use bytemuck::{Pod, Zeroable};
-
-use pellet_formats::assets::ParticleBody;
-use pellet_formats::scene::{
-    BodySpec, DEFAULT_MATERIAL, Integrator, Material, Motion, Scene, TimeStep,
-};
+use pellet_formats::scene::{DEFAULT_MATERIAL, Integrator, Material, Scene, TimeStep};
 
 use super::SimError;
-use super::body::{
-    BodyGpu, DYNAMIC, KINEMATIC, STATIC, body_particle, euler_xyz_degrees, invert_symmetric, rotate,
-};
+use super::body::{BodyGpu, DYNAMIC, body_particle};
 use super::grid::{GridMode, GridSpec};
+
+mod bodies;
+mod checks;
+mod layout;
+mod materials;
+
+pub use bodies::{BodyRequest, BodySource, NoBodies};
+pub use checks::{InitialOverlaps, OVERLAP_WARNING, escaped_face, face_name, initial_overlaps};
+pub use layout::{Params, ParticleArrays, WallParams};
+pub use materials::{PairParams, damping_ratio, restitution_of};
+
+use bodies::add_body_copies;
+use materials::mix_pair;
 
 /// Time steps per contact duration chosen by `time_step = "auto"`.
 pub const AUTO_STEPS_PER_CONTACT: f64 = 20.0;
@@ -41,109 +52,11 @@ pub const MAX_SLOTS: u32 = 256;
 /// Body index of a free particle.
 pub const FREE: u32 = u32::MAX;
 
-/// Contact parameters of one pair of materials, as the kernels read them
-/// (two `vec4<f32>`).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
-#[repr(C)]
-pub struct PairParams {
-    /// Normal stiffness `kn`, N/m.
-    pub kn: f32,
-    /// Tangential stiffness `kt`, N/m.
-    pub kt: f32,
-    /// Coulomb friction coefficient.
-    pub mu: f32,
-    /// `2 beta` of the restitution law: normal damping `c = 2 beta sqrt(m_eff kn)`.
-    pub damping_ratio2: f32,
-    /// Absolute normal damping, N s/m, used instead when positive.
-    pub damping_abs: f32,
-    /// Padding.
-    pub pad: [f32; 3],
-}
-
-/// One wall as the kernels read it (two `vec4<f32>`): particles stay where
-/// `dot(normal, x) >= offset`.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
-#[repr(C)]
-pub struct WallParams {
-    /// Unit normal pointing into the allowed side.
-    pub normal: [f32; 3],
-    /// `dot(normal, point)` for any point on the plane, metres.
-    pub offset: f32,
-    /// Material index.
-    pub material: u32,
-    /// Simulated time at which the wall disappears, seconds (infinity: never).
-    pub remove_at: f32,
-    /// Padding.
-    pub pad: [u32; 2],
-}
-
-/// Per-particle arrays in kernel layout, in input order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ParticleArrays {
-    /// `xyz` position (m), `w` radius (m).
-    pub pos: Vec<[f32; 4]>,
-    /// `xyz` velocity (m/s), `w` inverse mass (1/kg).
-    pub vel: Vec<[f32; 4]>,
-    /// `xyz` angular velocity (rad/s), `w` inverse moment of inertia (1/(kg m^2)).
-    pub angvel: Vec<[f32; 4]>,
-    /// `x` persistent id (input order), `y` material, `z` body ([`FREE`]), `w` unused.
-    pub meta: Vec<[u32; 4]>,
-    /// Body particles: offset from the body's centre of mass in body axes (m); zero for free ones.
-    pub local: Vec<[f32; 4]>,
-}
-
-impl ParticleArrays {
-    /// Number of particles.
-    pub fn len(&self) -> usize {
-        self.pos.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.pos.is_empty()
-    }
-}
-
 /// Options that are not part of a scene.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SimOptions {
     /// Dense or hashed cells; default chooses by size.
     pub grid: GridMode,
-}
-
-/// What a `[[bodies]]` entry needs baked: its mesh at a voxel size.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BodyRequest {
-    /// The mesh file, resolved against the scene's folder.
-    pub mesh: std::path::PathBuf,
-    /// Particle radius, metres (voxels are twice this).
-    pub particle_radius: f32,
-    /// Density used for the mass properties, kg/m^3.
-    pub density: f32,
-    /// Uniform scale applied to the mesh first.
-    pub scale: f32,
-    /// Solid or shell.
-    pub fill: pellet_formats::assets::FillMode,
-}
-
-/// Supplies the particle body for each `[[bodies]]` entry (baking it, or
-/// reading it from a baked folder or a cache).
-pub trait BodySource {
-    /// The body for entry `index` of the scene, as `request` describes.
-    fn body(&mut self, index: usize, request: &BodyRequest) -> Result<ParticleBody, SimError>;
-}
-
-/// A source for scenes without bodies: every request is an error.
-#[derive(Debug, Default)]
-pub struct NoBodies;
-
-impl BodySource for NoBodies {
-    fn body(&mut self, index: usize, request: &BodyRequest) -> Result<ParticleBody, SimError> {
-        Err(SimError::Unsupported(format!(
-            "bodies[{index}] ({}) needs baking, and no baker was given",
-            request.mesh.display()
-        )))
-    }
 }
 
 /// A scene turned into what the kernels need.
@@ -186,158 +99,6 @@ pub struct SimSetup {
     /// whose centre is more than its radius beyond a closed face has gone
     /// through the wall: the run stops (`SimError::Escaped`).
     pub closed_faces: u32,
-}
-
-/// Whether the particle at `p` (`xyz` centre, `w` radius) lies more than its
-/// radius beyond one of the `closed` faces of the box `lo..hi` (the test the
-/// kernels make each step; NaN compares false). Returns the face bit.
-pub fn escaped_face(p: [f32; 4], lo: [f32; 3], hi: [f32; 3], closed: u32) -> Option<u32> {
-    (0..3).find_map(|a| {
-        if closed & (1 << (2 * a)) != 0 && p[a] < lo[a] - p[3] {
-            Some(1 << (2 * a))
-        } else if closed & (1 << (2 * a + 1)) != 0 && p[a] > hi[a] + p[3] {
-            Some(1 << (2 * a + 1))
-        } else {
-            None
-        }
-    })
-}
-
-/// `x min`, `y max`, ... for a face bit of [`SimSetup::closed_faces`].
-pub fn face_name(bit: u32) -> String {
-    let k = bit.trailing_zeros();
-    format!(
-        "{} {}",
-        ["x", "y", "z"][(k / 2).min(2) as usize],
-        if k.is_multiple_of(2) { "min" } else { "max" }
-    )
-}
-
-/// Overlap, as a fraction of the smaller diameter, above which starting
-/// particles are reported: saved settled piles overlap by well under this,
-/// duplicated or misplaced particles by far more (coincident ones by 100 %).
-pub const OVERLAP_WARNING: f32 = 0.05;
-
-/// Pairs of particles (not of the same body) that start overlapping by more
-/// than [`OVERLAP_WARNING`] of the smaller diameter: their count, and the
-/// worst one as (persistent ids, overlap in metres, fraction of the smaller
-/// diameter).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct InitialOverlaps {
-    /// Pairs over the threshold.
-    pub pairs: u64,
-    /// The deepest: ids `a < b`.
-    pub worst: (u32, u32),
-    /// Its overlap, metres.
-    pub depth: f32,
-    /// Its overlap over the smaller diameter.
-    pub fraction: f32,
-}
-
-/// Finds [`InitialOverlaps`] with a hash grid of cells twice the largest
-/// radius (each pair is tested once). `None` when no pair is over the threshold.
-pub fn initial_overlaps(particles: &ParticleArrays) -> Option<InitialOverlaps> {
-    let n = particles.len();
-    let r_max = particles.pos.iter().map(|p| p[3]).fold(0.0f32, f32::max);
-    if n < 2 || r_max.is_nan() || r_max <= 0.0 {
-        return None;
-    }
-    let cell = 2.0 * r_max;
-    let key = |p: &[f32; 4]| -> [i64; 3] { std::array::from_fn(|a| (p[a] / cell).floor() as i64) };
-    let mut cells: std::collections::HashMap<[i64; 3], Vec<u32>> =
-        std::collections::HashMap::with_capacity(n);
-    for (i, p) in particles.pos.iter().enumerate() {
-        cells.entry(key(p)).or_default().push(i as u32);
-    }
-    let mut found: Option<InitialOverlaps> = None;
-    for (i, p) in particles.pos.iter().enumerate() {
-        let c = key(p);
-        for dz in -1..=1 {
-            for dy in -1..=1 {
-                for dx in -1..=1 {
-                    let Some(list) = cells.get(&[c[0] + dx, c[1] + dy, c[2] + dz]) else {
-                        continue;
-                    };
-                    for &j in list {
-                        let j = j as usize;
-                        let body = particles.meta[i][2];
-                        if j <= i || (body != FREE && body == particles.meta[j][2]) {
-                            continue;
-                        }
-                        let q = &particles.pos[j];
-                        let d =
-                            ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2))
-                                .sqrt();
-                        let depth = p[3] + q[3] - d;
-                        let fraction = depth / (2.0 * p[3].min(q[3]));
-                        if fraction > OVERLAP_WARNING {
-                            let (a, b) = (particles.meta[i][0], particles.meta[j][0]);
-                            let f = found.get_or_insert(InitialOverlaps {
-                                pairs: 0,
-                                worst: (a.min(b), a.max(b)),
-                                depth,
-                                fraction,
-                            });
-                            f.pairs += 1;
-                            if depth > f.depth {
-                                f.worst = (a.min(b), a.max(b));
-                                f.depth = depth;
-                                f.fraction = fraction;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    found
-}
-
-/// Normal damping ratio `beta` giving restitution `e` for a linear spring-dashpot.
-pub fn damping_ratio(e: f64) -> f64 {
-    if e <= 1e-9 {
-        return 1.0;
-    }
-    let ln = e.ln();
-    -ln / (ln * ln + std::f64::consts::PI * std::f64::consts::PI).sqrt()
-}
-
-/// The restitution a pair's damping ratio gives (the inverse of
-/// [`damping_ratio`]); 1 for an undamped pair.
-pub fn restitution_of(pair: &PairParams) -> f32 {
-    let beta = f64::from(pair.damping_ratio2) / 2.0;
-    if beta <= 0.0 {
-        return 1.0;
-    }
-    (-std::f64::consts::PI * beta / (1.0 - beta * beta).max(1e-9).sqrt()).exp() as f32
-}
-
-fn mix_pair(a: &Material, b: &Material) -> PairParams {
-    let harmonic = |x: f32, y: f32| 2.0 * x * y / (x + y);
-    let kn = harmonic(a.stiffness, b.stiffness);
-    let kt_ratio = 0.5 * (a.tangential_stiffness_ratio + b.tangential_stiffness_ratio);
-    let (ra, da) = (a.restitution, a.damping);
-    let (rb, db) = (b.restitution, b.damping);
-    let restitution = |r: Option<f32>, d: Option<f32>| match (r, d) {
-        (_, Some(_)) => None,
-        (Some(r), None) => Some(r),
-        (None, None) => Some(Material::DEFAULT_RESTITUTION),
-    };
-    let (damping_ratio2, damping_abs) = match (restitution(ra, da), restitution(rb, db)) {
-        (Some(x), Some(y)) => (
-            (2.0 * damping_ratio(0.5 * (f64::from(x) + f64::from(y)))) as f32,
-            0.0,
-        ),
-        _ => (0.0, 0.5 * (da.unwrap_or(0.0) + db.unwrap_or(0.0))),
-    };
-    PairParams {
-        kn,
-        kt: kt_ratio * kn,
-        mu: 0.5 * (a.friction + b.friction),
-        damping_ratio2,
-        damping_abs,
-        pad: [0.0; 3],
-    }
 }
 
 impl SimSetup {
@@ -699,199 +460,4 @@ impl SimSetup {
     pub fn material_count(&self) -> u32 {
         self.material_names.len() as u32
     }
-
-    /// The uniform block both backends read.
-    pub fn params(&self) -> Params {
-        let g = &self.grid;
-        Params {
-            n: self.particles.len() as u32,
-            slots: self.slots,
-            num_keys: g.num_keys,
-            hashed: u32::from(g.hashed),
-            dims: g.dims,
-            wall_count: self.walls.len() as u32,
-            origin: g.origin,
-            cell_size: g.cell_size,
-            gravity: self.gravity,
-            material_count: self.material_count(),
-            dt: self.dt as f32,
-            inv_cell: 1.0 / g.cell_size,
-            body_count: self.bodies.len() as u32,
-            pad: 0,
-            domain_min: self.domain_min,
-            closed_faces: self.closed_faces,
-            domain_max: self.domain_max,
-            pad2: 0,
-        }
-    }
-}
-
-/// The constant uniform block of every kernel (`Params` in `sim.wgsl`).
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Params {
-    /// Particle count.
-    pub n: u32,
-    /// Contact history slots per particle.
-    pub slots: u32,
-    /// Number of cell keys (dense cells or hash buckets).
-    pub num_keys: u32,
-    /// 1 when cells are hashed.
-    pub hashed: u32,
-    /// Dense grid cells per axis.
-    pub dims: [i32; 3],
-    /// Number of walls.
-    pub wall_count: u32,
-    /// Grid origin, metres.
-    pub origin: [f32; 3],
-    /// Cell edge, metres.
-    pub cell_size: f32,
-    /// Gravity, m/s^2.
-    pub gravity: [f32; 3],
-    /// Number of materials.
-    pub material_count: u32,
-    /// Time step, seconds.
-    pub dt: f32,
-    /// `1 / cell_size`.
-    pub inv_cell: f32,
-    /// Number of rigid bodies.
-    pub body_count: u32,
-    /// Padding to 16 bytes.
-    pub pad: u32,
-    /// Domain lower corner, metres.
-    pub domain_min: [f32; 3],
-    /// Closed domain faces ([`SimSetup::closed_faces`]).
-    pub closed_faces: u32,
-    /// Domain upper corner, metres.
-    pub domain_max: [f32; 3],
-    /// Padding to 16 bytes.
-    pub pad2: u32,
-}
-
-/// Adds the copies of one `[[bodies]]` entry: a [`BodyGpu`] each, and its
-/// particles (ids continuing after those already there).
-#[allow(clippy::too_many_arguments)]
-fn add_body_copies(
-    spec: &BodySpec,
-    entry: usize,
-    asset: &ParticleBody,
-    material: u32,
-    radius: f32,
-    particles: &mut ParticleArrays,
-    bodies: &mut Vec<BodyGpu>,
-    names: &mut Vec<String>,
-) -> Result<(), SimError> {
-    let count = asset.positions.len();
-    if count == 0 {
-        return Err(SimError::Invalid(format!(
-            "bodies[{entry}] ({}) has no particles at radius {radius} m: the mesh is thinner than one voxel",
-            spec.mesh
-        )));
-    }
-    let mass = spec.mass.unwrap_or(asset.mass);
-    if !(mass.is_finite() && mass > 0.0) {
-        return Err(SimError::Invalid(format!(
-            "bodies[{entry}] has mass {mass} kg"
-        )));
-    }
-    let ratio = mass / asset.mass;
-    let inertia = asset.inertia.map(|r| r.map(|x| x * ratio));
-    let inv_inertia = invert_symmetric(inertia).ok_or_else(|| {
-        SimError::Invalid(format!(
-            "bodies[{entry}] ({}) has a singular inertia tensor (a line of particles?)",
-            spec.mesh
-        ))
-    })?;
-    let (kind, inv_mass) = match spec.motion {
-        Motion::Dynamic => (DYNAMIC, 1.0 / mass),
-        Motion::Static => (STATIC, 0.0),
-        Motion::Kinematic => (KINEMATIC, 0.0),
-    };
-    let copies: Vec<[f32; 3]> = match spec.array {
-        None => vec![[0.0; 3]],
-        Some(a) => {
-            let mut v = Vec::new();
-            for z in 0..a.count[2] {
-                for y in 0..a.count[1] {
-                    for x in 0..a.count[0] {
-                        v.push([
-                            x as f32 * a.spacing[0],
-                            y as f32 * a.spacing[1],
-                            z as f32 * a.spacing[2],
-                        ]);
-                    }
-                }
-            }
-            v
-        }
-    };
-    let q = euler_xyz_degrees(spec.rotation);
-    let com = rotate(q, asset.centre_of_mass);
-    let name = if spec.name.is_empty() {
-        asset.name.clone()
-    } else {
-        spec.name.clone()
-    };
-    // Per-particle mass: the body's, shared equally (contacts see it).
-    let particle_inv_mass = if kind == DYNAMIC {
-        count as f32 / mass
-    } else {
-        0.0
-    };
-    for (c, offset) in copies.iter().enumerate() {
-        let index = bodies.len() as u32;
-        let first = particles.len();
-        if first + count >= WALL_ID_BASE as usize {
-            return Err(SimError::Unsupported("too many particles".into()));
-        }
-        let x = [
-            spec.position[0] + offset[0] + com[0],
-            spec.position[1] + offset[1] + com[1],
-            spec.position[2] + offset[2] + com[2],
-        ];
-        let mut b = BodyGpu {
-            position: [x[0], x[1], x[2], inv_mass],
-            orientation: q,
-            inv_inertia: inv_inertia.map(|r| [r[0], r[1], r[2], 0.0]),
-            range: [first as u32, count as u32, kind, 0],
-            ..BodyGpu::default()
-        };
-        let v = spec.velocity;
-        let w = spec.angular_velocity;
-        b.velocity = [v[0], v[1], v[2], 0.0];
-        b.omega = [w[0], w[1], w[2], 0.0];
-        if kind == DYNAMIC {
-            b.momentum = [v[0] * mass, v[1] * mass, v[2] * mass, 0.0];
-            // L = R I R^T w.
-            let wb = super::body::rotate_inv(q, w);
-            let lb: [f32; 3] = std::array::from_fn(|r| {
-                inertia[r][0] * wb[0] + inertia[r][1] * wb[1] + inertia[r][2] * wb[2]
-            });
-            let l = rotate(q, lb);
-            b.angular_momentum = [l[0], l[1], l[2], 0.0];
-        } else if kind == STATIC {
-            b.velocity = [0.0; 4];
-            b.omega = [0.0; 4];
-        }
-        for p in asset.positions.iter() {
-            let local = [p[0], p[1], p[2], 0.0];
-            let mut pos = [0.0, 0.0, 0.0, radius];
-            let mut vel = [0.0, 0.0, 0.0, particle_inv_mass];
-            let mut angvel = [0.0; 4];
-            body_particle(&b, &local, &mut pos, &mut vel, &mut angvel);
-            let id = particles.len() as u32;
-            particles.pos.push(pos);
-            particles.vel.push(vel);
-            particles.angvel.push(angvel);
-            particles.meta.push([id, material, index, 0]);
-            particles.local.push(local);
-        }
-        bodies.push(b);
-        names.push(if copies.len() > 1 {
-            format!("{name}[{c}]")
-        } else {
-            name.clone()
-        });
-    }
-    Ok(())
 }

@@ -1,0 +1,158 @@
+//! The binding numbers of `sim.wgsl`, the kernels [`GpuSim`](super::GpuSim)
+//! builds, and which bindings each kernel uses: read from the shader itself
+//! (naga's reflection), so a kernel's bind group always matches its code.
+
+use std::collections::BTreeMap;
+
+use pellet_gpu::{validate_wgsl, wgpu};
+
+use crate::SimError;
+
+// Binding numbers of `sim.wgsl`.
+pub(super) const B_PARAMS: u32 = 0;
+pub(super) const B_MODE: u32 = 1;
+pub(super) const B_POS: u32 = 2;
+pub(super) const B_VEL: u32 = 3;
+pub(super) const B_ANGVEL: u32 = 4;
+pub(super) const B_META: u32 = 5;
+pub(super) const B_FORCE: u32 = 6;
+pub(super) const B_TORQUE: u32 = 7;
+pub(super) const B_HIST_COUNT: u32 = 8;
+pub(super) const B_HIST: u32 = 9;
+pub(super) const B_HIST_COUNT_OLD: u32 = 10;
+pub(super) const B_HIST_OLD: u32 = 11;
+pub(super) const B_KEYS: u32 = 12;
+pub(super) const B_CELL_COUNT: u32 = 13;
+pub(super) const B_CELL_START: u32 = 14;
+pub(super) const B_CURSOR: u32 = 15;
+pub(super) const B_SORTED_INDEX: u32 = 16;
+pub(super) const B_PAIRS: u32 = 17;
+pub(super) const B_WALLS: u32 = 18;
+pub(super) const B_COUNTERS: u32 = 19;
+pub(super) const B_CLOCK: u32 = 20;
+pub(super) const B_POS_OUT: u32 = 21;
+pub(super) const B_VEL_OUT: u32 = 22;
+pub(super) const B_ANGVEL_OUT: u32 = 23;
+pub(super) const B_META_OUT: u32 = 24;
+pub(super) const B_POS0: u32 = 25;
+pub(super) const B_VEL0: u32 = 26;
+pub(super) const B_ANGVEL0: u32 = 27;
+pub(super) const B_SCAN_LEN: u32 = 28;
+pub(super) const B_SCAN_IN: u32 = 29;
+pub(super) const B_SCAN_OUT: u32 = 30;
+pub(super) const B_SCAN_SUMS: u32 = 31;
+pub(super) const B_PARTIALS: u32 = 32;
+pub(super) const B_BODIES: u32 = 35;
+pub(super) const B_BODY_FORCE: u32 = 36;
+pub(super) const B_BODY_TORQUE: u32 = 37;
+pub(super) const B_LOCAL: u32 = 38;
+pub(super) const B_LOCAL_OUT: u32 = 39;
+pub(super) const B_INV_INDEX: u32 = 40;
+
+pub(super) const PARTICLE_KERNELS: [&str; 12] = [
+    "body_particles",
+    "cell_keys",
+    "scatter",
+    "reorder_particles",
+    "reorder_rk2",
+    "reorder_history",
+    "compute_forces",
+    "verlet_begin",
+    "verlet_end",
+    "rk2_mid",
+    "rk2_end",
+    "stats",
+];
+
+pub(super) struct Kernel {
+    pub(super) pipeline: wgpu::ComputePipeline,
+    pub(super) bindings: Vec<u32>,
+}
+
+/// Which bindings each entry point uses, read from the shader.
+pub(super) fn reflect_bindings(source: &str) -> Result<BTreeMap<String, Vec<u32>>, SimError> {
+    let (module, info) = validate_wgsl("sim.wgsl", source)?;
+    let mut out = BTreeMap::new();
+    for (index, ep) in module.entry_points.iter().enumerate() {
+        let fi = info.get_entry_point(index);
+        let mut used = Vec::new();
+        for (handle, var) in module.global_variables.iter() {
+            if let Some(binding) = &var.binding
+                && !fi[handle].is_empty()
+            {
+                used.push(binding.binding);
+            }
+        }
+        used.sort_unstable();
+        out.insert(ep.name.clone(), used);
+    }
+    Ok(out)
+}
+
+/// Compiles `source` and builds a pipeline for every kernel the simulation
+/// dispatches, each with the bindings `reflected` says it uses.
+pub(super) fn create_kernels(
+    device: &wgpu::Device,
+    source: &str,
+    reflected: &BTreeMap<String, Vec<u32>>,
+) -> BTreeMap<&'static str, Kernel> {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("sim.wgsl"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let mut kernels = BTreeMap::new();
+    for name in PARTICLE_KERNELS.iter().chain(&[
+        "scan_block",
+        "scan_add",
+        "sort_cells",
+        "tick",
+        "body_begin",
+        "body_end",
+        "body_reduce",
+    ]) {
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: None,
+            module: &module,
+            entry_point: Some(name),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let bindings = reflected.get(*name).cloned().unwrap_or_default();
+        kernels.insert(*name, Kernel { pipeline, bindings });
+    }
+    kernels
+}
+
+/// The bind group of kernel `name`: each binding it uses gets the buffer of
+/// that number from `overrides`, else from `buffers`.
+pub(super) fn make_group(
+    device: &wgpu::Device,
+    kernels: &BTreeMap<&'static str, Kernel>,
+    buffers: &BTreeMap<u32, wgpu::Buffer>,
+    name: &str,
+    overrides: &[(u32, &wgpu::Buffer)],
+) -> wgpu::BindGroup {
+    let kernel = &kernels[name];
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = kernel
+        .bindings
+        .iter()
+        .map(|&b| {
+            let buffer = overrides
+                .iter()
+                .find(|(ob, _)| *ob == b)
+                .map(|(_, buf)| *buf)
+                .or_else(|| buffers.get(&b))
+                .unwrap_or_else(|| panic!("sim.wgsl binding {b} of {name} has no buffer"));
+            wgpu::BindGroupEntry {
+                binding: b,
+                resource: buffer.as_entire_binding(),
+            }
+        })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(name),
+        layout: &kernel.pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}

@@ -1,0 +1,225 @@
+//! [`GpuSim`]: drives `sim.wgsl`. Buffers live on the GPU for the whole run;
+//! a batch of steps is one command buffer with no readback in between.
+//!
+//! Bindings are declared once in the shader; which ones each kernel uses is
+//! read from the shader itself (naga's reflection), so a kernel's bind group
+//! always matches its code.
+//!
+//! - `bindings.rs`: the binding numbers, the kernels, reflection and bind groups;
+//! - `buffers.rs`: buffer creation (checked against the device's limits) and uploads;
+//! - `encode.rs`: dispatches, the counting sort, steps and single stages;
+//! - `readback.rs`: downloads, counters and the kinetic energy.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pellet_formats::scene::Integrator;
+use pellet_gpu::{Gpu, GpuError, wgpu};
+
+use crate::SimError;
+use crate::setup::{Params, SimSetup};
+
+mod bindings;
+mod buffers;
+mod encode;
+mod readback;
+
+use bindings::{B_META, B_MODE, B_POS, B_VEL, Kernel, PARTICLE_KERNELS};
+use buffers::ScanLevel;
+
+/// Every simulation kernel (`sim.wgsl`), for validation and layout tests.
+pub const SHADER: &str = include_str!("../sim.wgsl");
+const WG: u32 = 256;
+
+/// A block's particles in cell order, for [`GpuSim::upload_block`].
+#[derive(Debug, Clone, Copy)]
+pub struct BlockInput<'a> {
+    /// Positions and radii.
+    pub pos: &'a [[f32; 4]],
+    /// Velocities and inverse masses.
+    pub vel: &'a [[f32; 4]],
+    /// Angular velocities and inverse moments.
+    pub angvel: &'a [[f32; 4]],
+    /// Ids, materials, bodies.
+    pub meta: &'a [[u32; 4]],
+    /// Body offsets.
+    pub local: &'a [[f32; 4]],
+    /// Used history slots per particle (in this order).
+    pub hist_count: &'a [u32],
+    /// History, `slots` entries per particle.
+    pub hist: &'a [[f32; 4]],
+}
+
+/// What [`GpuSim::download_forces`] reads back.
+#[derive(Debug, Clone, Default)]
+pub struct BlockOutput {
+    /// Total force per particle, N.
+    pub force: Vec<[f32; 4]>,
+    /// Torque per particle, N m.
+    pub torque: Vec<[f32; 4]>,
+    /// New used history slots.
+    pub hist_count: Vec<u32>,
+    /// New history, `slots` per particle.
+    pub hist: Vec<[f32; 4]>,
+}
+
+/// The GPU simulation's buffers and kernels.
+pub struct GpuSim {
+    gpu: Arc<Gpu>,
+    /// Constant parameters.
+    pub params: Params,
+    integrator: Integrator,
+    buffers: BTreeMap<u32, wgpu::Buffer>,
+    mode_buffers: [wgpu::Buffer; 3],
+    kernels: BTreeMap<&'static str, Kernel>,
+    groups: BTreeMap<&'static str, wgpu::BindGroup>,
+    force_groups: [wgpu::BindGroup; 3],
+    scan_levels: Vec<ScanLevel>,
+    sort_group: wgpu::BindGroup,
+    tick_group: wgpu::BindGroup,
+    _scan_buffers: Vec<wgpu::Buffer>,
+    step: u32,
+    /// `compute_forces` evaluates particles `first..end` (all by default).
+    force_range: (u32, u32),
+}
+
+impl std::fmt::Debug for GpuSim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuSim")
+            .field("adapter", &self.gpu.report.name)
+            .field("particles", &self.params.n)
+            .field("step", &self.step)
+            .finish()
+    }
+}
+
+/// Simulation buffers other GPU work may read (the renderer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimBuffer {
+    /// `vec4<f32>` per particle: position (m), radius (m).
+    Positions,
+    /// `vec4<f32>` per particle: velocity (m/s), inverse mass.
+    Velocities,
+    /// `vec4<u32>` per particle: id, material, body, unused.
+    Info,
+}
+
+/// Per body: force (N) and torque (N m).
+pub type BodyForces = (Vec<[f32; 4]>, Vec<[f32; 4]>);
+
+/// Keys (pre-sort order), cell starts and the sorted order.
+pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
+
+/// The built-in simulation shader (`sim.wgsl`).
+pub const SIM_SHADER: &str = SHADER;
+
+pub use pellet_gpu::validate_wgsl;
+
+impl GpuSim {
+    /// Uploads `setup` (particles in input order, no history) to `gpu`.
+    pub fn new(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
+        Self::with_shader(gpu, setup, SHADER)
+    }
+
+    /// As [`GpuSim::new`], with the kernels compiled from `source` instead of
+    /// the built-in `sim.wgsl` (shader hot reload). The source is validated
+    /// with naga first, and the pipelines are built inside a wgpu validation
+    /// error scope: any error is returned, and nothing of the old simulation
+    /// is touched.
+    pub fn with_shader(gpu: Arc<Gpu>, setup: &SimSetup, source: &str) -> Result<Self, SimError> {
+        let reflected = bindings::reflect_bindings(source)?;
+        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let built = Self::build(gpu.clone(), setup, source, reflected);
+        let scope = pollster::block_on(scope.pop());
+        match (built, scope) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(e)) => Err(SimError::Invalid(format!("sim.wgsl: {e}"))),
+            (Ok(sim), None) => Ok(sim),
+        }
+    }
+
+    fn build(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        source: &str,
+        reflected: BTreeMap<String, Vec<u32>>,
+    ) -> Result<Self, SimError> {
+        let device = &gpu.device;
+        let params = setup.params();
+        buffers::check_limits(&gpu, &params)?;
+        let buffers = buffers::create_buffers(device, setup, &params);
+        let mode_buffers = buffers::create_mode_buffers(device, params.dt);
+        let kernels = bindings::create_kernels(device, source, &reflected);
+        let make_group = |name: &str, overrides: &[(u32, &wgpu::Buffer)]| {
+            bindings::make_group(device, &kernels, &buffers, name, overrides)
+        };
+
+        let mut groups = BTreeMap::new();
+        for name in PARTICLE_KERNELS {
+            if name == "compute_forces" {
+                continue;
+            }
+            groups.insert(name, make_group(name, &[(B_MODE, &mode_buffers[0])]));
+        }
+        let force_groups =
+            [0, 1, 2].map(|k| make_group("compute_forces", &[(B_MODE, &mode_buffers[k])]));
+        let sort_group = make_group("sort_cells", &[]);
+        for name in ["body_begin", "body_end", "body_reduce"] {
+            groups.insert(name, make_group(name, &[]));
+        }
+        let tick_group = make_group("tick", &[]);
+        let (scan_levels, scan_buffers) =
+            buffers::create_scan_levels(device, &kernels, &buffers, params.num_keys);
+
+        Ok(Self {
+            gpu,
+            params,
+            integrator: setup.integrator,
+            buffers,
+            mode_buffers,
+            kernels,
+            groups,
+            force_groups,
+            scan_levels,
+            sort_group,
+            tick_group,
+            _scan_buffers: scan_buffers,
+            step: 0,
+            force_range: (0, u32::MAX),
+        })
+    }
+
+    /// The adapter in use.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The adapter in use, shared.
+    pub fn gpu_arc(&self) -> Arc<Gpu> {
+        self.gpu.clone()
+    }
+
+    /// One of the particle buffers, in the current (cell) order.
+    pub fn buffer(&self, which: SimBuffer) -> &wgpu::Buffer {
+        let binding = match which {
+            SimBuffer::Positions => B_POS,
+            SimBuffer::Velocities => B_VEL,
+            SimBuffer::Info => B_META,
+        };
+        &self.buffers[&binding]
+    }
+
+    /// Blocks until the GPU has finished everything submitted.
+    pub fn wait(&self) -> Result<(), SimError> {
+        self.gpu
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| SimError::Gpu(GpuError::Readback(e.to_string())))?;
+        Ok(())
+    }
+
+    /// Steps recorded so far.
+    pub fn steps(&self) -> u32 {
+        self.step
+    }
+}

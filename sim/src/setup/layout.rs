@@ -1,0 +1,119 @@
+//! The arrays and uniform blocks in the layout the kernels read (their
+//! WGSL twins are in `sim.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::SimSetup;
+
+/// One wall as the kernels read it (two `vec4<f32>`): particles stay where
+/// `dot(normal, x) >= offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+#[repr(C)]
+pub struct WallParams {
+    /// Unit normal pointing into the allowed side.
+    pub normal: [f32; 3],
+    /// `dot(normal, point)` for any point on the plane, metres.
+    pub offset: f32,
+    /// Material index.
+    pub material: u32,
+    /// Simulated time at which the wall disappears, seconds (infinity: never).
+    pub remove_at: f32,
+    /// Padding.
+    pub pad: [u32; 2],
+}
+
+/// Per-particle arrays in kernel layout, in input order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParticleArrays {
+    /// `xyz` position (m), `w` radius (m).
+    pub pos: Vec<[f32; 4]>,
+    /// `xyz` velocity (m/s), `w` inverse mass (1/kg).
+    pub vel: Vec<[f32; 4]>,
+    /// `xyz` angular velocity (rad/s), `w` inverse moment of inertia (1/(kg m^2)).
+    pub angvel: Vec<[f32; 4]>,
+    /// `x` persistent id (input order), `y` material, `z` body ([`FREE`](super::FREE)), `w` unused.
+    pub meta: Vec<[u32; 4]>,
+    /// Body particles: offset from the body's centre of mass in body axes (m); zero for free ones.
+    pub local: Vec<[f32; 4]>,
+}
+
+impl ParticleArrays {
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+}
+
+impl SimSetup {
+    /// The uniform block both backends read.
+    pub fn params(&self) -> Params {
+        let g = &self.grid;
+        Params {
+            n: self.particles.len() as u32,
+            slots: self.slots,
+            num_keys: g.num_keys,
+            hashed: u32::from(g.hashed),
+            dims: g.dims,
+            wall_count: self.walls.len() as u32,
+            origin: g.origin,
+            cell_size: g.cell_size,
+            gravity: self.gravity,
+            material_count: self.material_count(),
+            dt: self.dt as f32,
+            inv_cell: 1.0 / g.cell_size,
+            body_count: self.bodies.len() as u32,
+            pad: 0,
+            domain_min: self.domain_min,
+            closed_faces: self.closed_faces,
+            domain_max: self.domain_max,
+            pad2: 0,
+        }
+    }
+}
+
+/// The constant uniform block of every kernel (`Params` in `sim.wgsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Params {
+    /// Particle count.
+    pub n: u32,
+    /// Contact history slots per particle.
+    pub slots: u32,
+    /// Number of cell keys (dense cells or hash buckets).
+    pub num_keys: u32,
+    /// 1 when cells are hashed.
+    pub hashed: u32,
+    /// Dense grid cells per axis.
+    pub dims: [i32; 3],
+    /// Number of walls.
+    pub wall_count: u32,
+    /// Grid origin, metres.
+    pub origin: [f32; 3],
+    /// Cell edge, metres.
+    pub cell_size: f32,
+    /// Gravity, m/s^2.
+    pub gravity: [f32; 3],
+    /// Number of materials.
+    pub material_count: u32,
+    /// Time step, seconds.
+    pub dt: f32,
+    /// `1 / cell_size`.
+    pub inv_cell: f32,
+    /// Number of rigid bodies.
+    pub body_count: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+    /// Domain lower corner, metres.
+    pub domain_min: [f32; 3],
+    /// Closed domain faces ([`SimSetup::closed_faces`]).
+    pub closed_faces: u32,
+    /// Domain upper corner, metres.
+    pub domain_max: [f32; 3],
+    /// Padding to 16 bytes.
+    pub pad2: u32,
+}
