@@ -16,6 +16,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use pellet_formats::io::file_kind as kind;
 use thiserror::Error;
 
 /// Why an output cannot be written. Each message names the output file.
@@ -87,32 +88,6 @@ struct Pending {
 #[derive(Debug)]
 pub struct Outputs {
     pending: Vec<Pending>,
-}
-
-/// What kind of non-regular file `meta` is, for messages.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let t = meta.file_type();
-        if t.is_char_device() {
-            return "character device";
-        }
-        if t.is_block_device() {
-            return "block device";
-        }
-        if t.is_fifo() {
-            return "FIFO";
-        }
-        if t.is_socket() {
-            return "socket";
-        }
-    }
-    if meta.is_dir() {
-        "folder"
-    } else {
-        "special file"
-    }
 }
 
 /// The folder `path` is in (`.` for a bare name).

@@ -27,8 +27,9 @@ pub enum FileReadError {
     },
 }
 
-/// What kind of non-regular file `meta` describes, for messages.
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+/// What kind of non-regular file `meta` describes, for messages:
+/// `character device`, `block device`, `FIFO`, `socket`, `folder`.
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

@@ -18,7 +18,7 @@ use pellet_formats::baked_folder::{content_hash, write_manifest};
 use pellet_formats::container::encode_payload;
 
 mod server;
-use server::serve;
+use server::{one_line, serve};
 
 fn player(args: &[&str]) -> Output {
     player_env(args, &[])
@@ -31,16 +31,6 @@ fn player_env(args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().unwrap()
-}
-
-/// The one line of a failed command (exit 1), warnings aside.
-fn one_line(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.contains("WARN")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    lines[0].to_owned()
 }
 
 const TINY: &str = r#"

@@ -20,7 +20,7 @@ use pellet_bake::progress::Progress;
 use pellet_bake::scene_bake::bake_scene;
 
 mod server;
-use server::{Server, free_port, serve, wait_for};
+use server::{Server, free_port, one_line, serve, wait_for};
 
 fn player(url: &str, cache: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_player"))
@@ -39,15 +39,6 @@ fn player(url: &str, cache: &Path) -> Output {
         .env("NODEVICE_SELECT", "1")
         .output()
         .unwrap()
-}
-
-fn one_line(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.contains("WARN")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    lines[0].to_owned()
 }
 
 #[test]

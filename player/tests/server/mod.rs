@@ -6,6 +6,17 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// The one line of a failed `player` command (exit 1), warnings aside;
+/// asserts there is exactly one and no panic.
+pub fn one_line(out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.contains("WARN")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    lines[0].to_owned()
+}
+
 /// A server process, killed when dropped.
 pub struct Server(pub Child);
 
