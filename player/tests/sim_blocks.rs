@@ -151,7 +151,8 @@ fn slabs_cover_every_particle_once() {
     // One slab and its neighbours hold more than 20 grains: a clear error.
     let err = plan_slabs(&cpu.cell_start, &cpu.grid, 20).unwrap_err();
     assert!(
-        matches!(&err, SimError::TooLarge(m) if m.contains("raise --device-budget")),
+        matches!(&err, SimError::SlabTooLarge { .. })
+            && err.to_string().contains("raise --device-budget"),
         "{err}"
     );
     // A budget below the fixed tables: a clear error too.

@@ -106,6 +106,54 @@ fn headless_frames_from_the_top_level_command() {
     assert!(!frames.join("frame_00003.png").exists());
 }
 
+/// The viewer's log, line by line as it writes it, and a wait for a line.
+struct Log {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Log {
+    fn follow(child: &mut std::process::Child) -> Self {
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let reader = {
+            let text = text.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stderr)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    let mut l = text.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            })
+        };
+        Self { text, reader }
+    }
+
+    /// Waits (up to a minute: the machine may be busy) for `needle` to be
+    /// logged `times` times.
+    fn wait_for(&self, needle: &str, times: usize) {
+        let start = std::time::Instant::now();
+        while self.text.lock().unwrap().matches(needle).count() < times {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "no {needle:?} in: {}",
+                self.text.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// Everything logged, once the viewer has exited.
+    fn finish(self) -> String {
+        let _ = self.reader.join();
+        self.text.lock().unwrap().clone()
+    }
+}
+
 #[test]
 fn the_window_follows_edits_and_keeps_the_last_good_state() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,7 +170,7 @@ fn the_window_follows_edits_and_keeps_the_last_good_state() {
         std::fs::rename(&tmp, &scene_path).unwrap();
     };
     save(&good(-9.81));
-    let child = Command::new("xvfb-run")
+    let mut child = Command::new("xvfb-run")
         .args(["-a", "-s", "-screen 0 1024x768x24"])
         .arg(env!("CARGO_BIN_EXE_player"))
         .arg("-v")
@@ -132,21 +180,20 @@ fn the_window_follows_edits_and_keeps_the_last_good_state() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(6));
+    let log = Log::follow(&mut child);
+    log.wait_for("viewer ready", 1);
     save("[domain]\nmin = [0, 0]\n"); // broken
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    log.wait_for("keeping the last good state", 1);
     save(&good(-1.0)); // fixed
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    log.wait_for("reloaded", 1);
     // Stop the viewer (xvfb-run forwards nothing, so kill its process group's player).
     let _ = Command::new("pkill")
         .arg("-f")
         .arg(scene_path.to_string_lossy().as_ref())
         .status();
-    let out = child.wait_with_output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(log.contains("viewer ready"), "{log}");
-    assert!(log.contains("keeping the last good state"), "{log}");
-    assert!(log.contains("reloaded"), "{log}");
+    let _ = child.wait();
+    let log = log.finish();
+    assert!(!log.contains("panicked"), "{log}");
 }
 
 mod server;
@@ -188,36 +235,8 @@ fn the_window_follows_a_served_scene_and_edited_shaders() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The log, line by line, as the viewer writes it.
-    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let log = log.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                let mut l = log.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        })
-    };
-    // Waits (up to a minute: the machine may be busy) for `needle` to be
-    // logged `times` times.
-    let wait_for = |needle: &str, times: usize| {
-        let start = std::time::Instant::now();
-        while log.lock().unwrap().matches(needle).count() < times {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(60),
-                "no {needle:?} in: {}",
-                log.lock().unwrap()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    };
+    let log = Log::follow(&mut child);
+    let wait_for = |needle: &str, times: usize| log.wait_for(needle, times);
     wait_for("viewer ready", 1);
     bake("push.toml"); // the server's scene changes
     wait_for("reloaded /", 1);
@@ -238,7 +257,6 @@ fn the_window_follows_a_served_scene_and_edited_shaders() {
         .arg(format!("127.0.0.1:{port}/live/"))
         .status();
     let _ = child.wait();
-    let _ = reader.join();
-    let log = log.lock().unwrap();
+    let log = log.finish();
     assert!(!log.contains("panicked"), "{log}");
 }

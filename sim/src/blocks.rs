@@ -88,8 +88,7 @@ pub struct SlabBlock {
 fn require_dense(grid: &GridSpec) -> Result<(), SimError> {
     if grid.hashed {
         return Err(SimError::Unsupported(
-            "block-wise stepping needs a dense grid (--grid dense); this scene's grid is hashed"
-                .into(),
+            "block-wise stepping needs a dense grid (--grid dense); this scene's grid is hashed",
         ));
     }
     Ok(())
@@ -113,10 +112,10 @@ pub fn plan_slabs(
     while z0 < nz {
         let mut z1 = z0 + 1;
         if halo(z0, z1).len() > capacity {
-            return Err(SimError::TooLarge(format!(
-                "one slab of cells with its neighbours holds {} particles, more than the {capacity} the device budget allows at once; raise --device-budget",
-                halo(z0, z1).len()
-            )));
+            return Err(SimError::SlabTooLarge {
+                particles: halo(z0, z1).len(),
+                capacity,
+            });
         }
         while z1 < nz && halo(z0, z1 + 1).len() <= capacity {
             z1 += 1;
@@ -192,11 +191,7 @@ impl BlockSim {
         let by_budget = budget.saturating_sub(fixed) / per;
         let capacity = by_budget.min(by_binding).min(setup.particles.len() as u64) as usize;
         if capacity == 0 {
-            return Err(SimError::TooLarge(format!(
-                "a device budget of {:.1} MiB holds no particles: the cell tables alone take {:.1} MiB; raise --device-budget",
-                budget as f64 / 1048576.0,
-                fixed as f64 / 1048576.0
-            )));
+            return Err(SimError::BudgetTooSmall { budget, fixed });
         }
         // The device side: a simulation of `capacity` particles, whose
         // contents every block replaces.

@@ -52,9 +52,11 @@ impl GridSpec {
         mode: GridMode,
     ) -> Result<Self, SimError> {
         if !(cell.is_finite() && cell > 0.0) {
-            return Err(SimError::Invalid(format!(
-                "cell size {cell} m: particle radii must be positive"
-            )));
+            return Err(SimError::BadValue {
+                field: "the cell size (twice the largest radius, m)".into(),
+                value: f64::from(cell),
+                expected: "must be positive: particle radii must be positive".into(),
+            });
         }
         let dims_f: [f64; 3] = std::array::from_fn(|a| {
             ((f64::from(max[a]) - f64::from(min[a])) / f64::from(cell))
@@ -67,10 +69,11 @@ impl GridSpec {
         let want_dense = match mode {
             GridMode::Dense => {
                 if !dense_fits {
-                    return Err(SimError::Unsupported(format!(
-                        "a dense grid of {:.0} x {:.0} x {:.0} cells does not fit (at most {MAX_DENSE_CELLS} cells)",
-                        dims_f[0], dims_f[1], dims_f[2]
-                    )));
+                    return Err(SimError::TooMany {
+                        what: "dense grid cells (use --grid hashed)",
+                        count: cells.min(u64::MAX as f64) as u64,
+                        max: MAX_DENSE_CELLS,
+                    });
                 }
                 true
             }

@@ -52,21 +52,120 @@ pub enum SimError {
     /// The scene is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),
-    /// A value the simulation cannot use.
+    /// A setting the simulation cannot use.
+    #[error("{field} is {value}, {expected}")]
+    BadValue {
+        /// The setting, e.g. `simulation.time_step`.
+        field: String,
+        /// Its value.
+        value: f64,
+        /// What it must be, e.g. `must be positive`.
+        expected: String,
+    },
+    /// More of something than the kernels support.
+    #[error("{count} {what}; at most {max} are supported")]
+    TooMany {
+        /// What, plural: `materials`, `walls`, `particles`, `dense grid cells`.
+        what: &'static str,
+        /// How many the scene has.
+        count: u64,
+        /// The most supported.
+        max: u64,
+    },
+    /// A feature this player does not have yet, with what to do instead.
     #[error("{0}")]
-    Invalid(String),
-    /// A feature this player does not have yet.
-    #[error("{0}")]
-    Unsupported(String),
+    Unsupported(&'static str),
+    /// A material name that the scene does not define.
+    #[error("{user} names unknown material `{name}`")]
+    UnknownMaterial {
+        /// What names it, e.g. `particles[2]`.
+        user: String,
+        /// The name.
+        name: String,
+    },
+    /// A wall with no direction.
+    #[error("walls[{wall}].normal has zero length")]
+    ZeroNormal {
+        /// The `[[walls]]` entry.
+        wall: usize,
+    },
+    /// A particle or body that starts beyond a closed face of the domain.
+    #[error("{what} starts at {position:?}, beyond the {face} wall of the domain {min:?}..{max:?}")]
+    StartsOutside {
+        /// `particle 3` or `body NAME (particle 7)`.
+        what: String,
+        /// Where, metres.
+        position: [f32; 3],
+        /// The face, e.g. `y min`.
+        face: String,
+        /// Domain lower corner, metres.
+        min: [f32; 3],
+        /// Domain upper corner, metres.
+        max: [f32; 3],
+    },
+    /// A `[[bodies]]` entry that cannot become a rigid body.
+    #[error("bodies[{index}] ({mesh}) {problem}")]
+    Body {
+        /// The entry.
+        index: usize,
+        /// Its mesh, as the scene names it.
+        mesh: String,
+        /// What is wrong, e.g. `has a singular inertia tensor (a line of particles?)`.
+        problem: String,
+    },
+    /// A [`setup::BodySource`] could not provide a body (baking its mesh
+    /// failed, or a baked folder lacks it); `error` says why and names the file.
+    #[error("bodies[{index}]: {error}")]
+    BodyUnavailable {
+        /// The `[[bodies]]` entry.
+        index: usize,
+        /// Why.
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A GPU buffer larger than the adapter binds.
+    #[error(
+        "{what} needs a {:.1} MiB buffer; this GPU ({adapter}) binds at most {:.1} MiB (fewer particles or fewer contact_slots)",
+        *needed as f64 / 1048576.0,
+        *max as f64 / 1048576.0
+    )]
+    BufferTooLarge {
+        /// The buffer.
+        what: String,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes the adapter binds.
+        max: u64,
+        /// The adapter.
+        adapter: String,
+    },
+    /// Block-wise stepping: one slab and its halo exceed what the budget holds.
+    #[error(
+        "one slab of cells with its neighbours holds {particles} particles, more than the {capacity} the device budget allows at once; raise --device-budget"
+    )]
+    SlabTooLarge {
+        /// Particles in the slab and its halo.
+        particles: usize,
+        /// Particles the budget holds.
+        capacity: usize,
+    },
+    /// Block-wise stepping: the budget does not even hold the fixed tables.
+    #[error(
+        "a device budget of {:.1} MiB holds no particles: the cell tables alone take {:.1} MiB; raise --device-budget",
+        *budget as f64 / 1048576.0,
+        *fixed as f64 / 1048576.0
+    )]
+    BudgetTooSmall {
+        /// The budget, bytes.
+        budget: u64,
+        /// The tables, bytes.
+        fixed: u64,
+    },
     /// GPU work failed.
     #[error(transparent)]
     Gpu(#[from] pellet_gpu::GpuError),
     /// A baked folder could not be read.
     #[error(transparent)]
     Folder(#[from] pellet_formats::baked_folder::BakedFolderError),
-    /// The scene does not fit the GPU.
-    #[error("{0}")]
-    TooLarge(String),
     /// A position or velocity became infinite or NaN.
     #[error(
         "the simulation blew up at step {step}: particle {particle} has a non-finite position or velocity (time step too large for the stiffness, or overlapping particles at the start?)"

@@ -243,9 +243,15 @@ impl FrameRenderer {
         let device = &gpu.device;
         let max = device.limits().max_texture_dimension_2d;
         if width == 0 || height == 0 || width > max || height > max {
-            return Err(SimError::Invalid(format!(
-                "frame size {width}x{height}: each side must be between 1 and {max}"
-            )));
+            return Err(SimError::BadValue {
+                field: format!("frame size {width}x{height}: the side"),
+                value: f64::from(if width == 0 || height == 0 {
+                    0
+                } else {
+                    width.max(height)
+                }),
+                expected: format!("each side must be between 1 and {max}"),
+            });
         }
         let camera_buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("render/camera"),
@@ -382,7 +388,10 @@ impl FrameRenderer {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let (spheres, planes) = build_pipelines(device, &self.pipeline_layout, self.format, source);
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(SimError::Invalid(format!("spheres.wgsl: {e}")));
+            return Err(SimError::Gpu(GpuError::Shader {
+                name: "spheres.wgsl".into(),
+                report: e.to_string(),
+            }));
         }
         self.spheres = spheres;
         self.planes = planes;

@@ -84,8 +84,9 @@ impl MeshBaker {
 
 impl BodySource for MeshBaker {
     fn body(&mut self, index: usize, request: &BodyRequest) -> Result<ParticleBody, SimError> {
-        let what = |e: &dyn std::fmt::Display| {
-            SimError::Invalid(format!("bodies[{index}]: {}: {e}", request.mesh.display()))
+        let what = |e: &dyn std::fmt::Display| SimError::BodyUnavailable {
+            index,
+            error: format!("{}: {e}", request.mesh.display()).into(),
         };
         let settings = Self::settings(request);
         let settings_hash = settings.hash(VOXELIZER);
@@ -131,7 +132,10 @@ impl BodySource for MeshBaker {
         let baked = bake_mesh(&request.mesh, &settings, Voxelizer::Cpu, &progress);
         progress.finish();
         // Every bake error names the mesh file already.
-        let baked = baked.map_err(|e| SimError::Invalid(format!("bodies[{index}]: {e}")))?;
+        let baked = baked.map_err(|e| SimError::BodyUnavailable {
+            index,
+            error: Box::new(e),
+        })?;
         self.baked += 1;
         if let Some(path) = &cached {
             let written = path

@@ -181,10 +181,14 @@ struct NoMeshBaker;
 #[cfg(not(feature = "bake"))]
 impl BodySource for NoMeshBaker {
     fn body(&mut self, index: usize, request: &BodyRequest) -> Result<ParticleBody, SimError> {
-        Err(SimError::Unsupported(format!(
-            "bodies[{index}]: {}: this player was built without bake (--no-default-features), so it cannot bake meshes; bake the scene into a folder first (bake scene SCENE.toml -o DIR) and play that",
-            request.mesh.display()
-        )))
+        Err(SimError::BodyUnavailable {
+            index,
+            error: format!(
+                "{}: this player was built without bake (--no-default-features), so it cannot bake meshes; bake the scene into a folder first (bake scene SCENE.toml -o DIR) and play that",
+                request.mesh.display()
+            )
+            .into(),
+        })
     }
 }
 
@@ -218,12 +222,17 @@ struct FolderBodies<'a> {
 
 impl BodySource for FolderBodies<'_> {
     fn body(&mut self, index: usize, _request: &BodyRequest) -> Result<ParticleBody, SimError> {
-        let r = self.refs.get(index).ok_or_else(|| {
-            SimError::Invalid(format!(
-                "{}: no baked body for bodies[{index}]",
-                self.dir.display()
-            ))
-        })?;
+        let r = self
+            .refs
+            .get(index)
+            .ok_or_else(|| SimError::BodyUnavailable {
+                index,
+                error: format!(
+                    "{}: the baked folder has no body for it",
+                    self.dir.display()
+                )
+                .into(),
+            })?;
         Ok(read_object(self.dir, &r.object, &DecodeLimits::default())?)
     }
 }
@@ -349,7 +358,7 @@ pub fn start_within(
         }
         Some(_) => Simulation::gpu(gpu, setup),
         None => match Simulation::gpu(gpu.clone(), setup) {
-            Err(SimError::TooLarge(why)) if !setup.grid.hashed => {
+            Err(why @ SimError::BufferTooLarge { .. }) if !setup.grid.hashed => {
                 tracing::info!("{why}: stepping block by block");
                 Simulation::blocks(gpu, setup, u64::MAX)
             }

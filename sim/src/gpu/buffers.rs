@@ -39,15 +39,14 @@ pub(super) fn check_limits(gpu: &Gpu, params: &Params) -> Result<(), SimError> {
     ];
     for (what, size) in biggest {
         if size > limits.max_storage_buffer_binding_size || size > limits.max_buffer_size {
-            return Err(SimError::TooLarge(format!(
-                "{what} needs a {:.1} MiB buffer; this GPU ({}) binds at most {:.1} MiB (fewer particles or fewer contact_slots)",
-                size as f64 / 1048576.0,
-                gpu.report.name,
-                limits
+            return Err(SimError::BufferTooLarge {
+                what: what.to_owned(),
+                needed: size,
+                max: limits
                     .max_storage_buffer_binding_size
-                    .min(limits.max_buffer_size) as f64
-                    / 1048576.0
-            )));
+                    .min(limits.max_buffer_size),
+                adapter: gpu.report.name.clone(),
+            });
         }
     }
     Ok(())

@@ -133,7 +133,10 @@ impl GpuSim {
         let scope = pollster::block_on(scope.pop());
         match (built, scope) {
             (Err(e), _) => Err(e),
-            (Ok(_), Some(e)) => Err(SimError::Invalid(format!("sim.wgsl: {e}"))),
+            (Ok(_), Some(e)) => Err(SimError::Gpu(GpuError::Shader {
+                name: "sim.wgsl".into(),
+                report: e.to_string(),
+            })),
             (Ok(sim), None) => Ok(sim),
         }
     }

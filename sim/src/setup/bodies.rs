@@ -39,10 +39,11 @@ pub struct NoBodies;
 
 impl BodySource for NoBodies {
     fn body(&mut self, index: usize, request: &BodyRequest) -> Result<ParticleBody, SimError> {
-        Err(SimError::Unsupported(format!(
-            "bodies[{index}] ({}) needs baking, and no baker was given",
-            request.mesh.display()
-        )))
+        Err(SimError::Body {
+            index,
+            mesh: request.mesh.display().to_string(),
+            problem: "needs baking, and no baker was given".into(),
+        })
     }
 }
 
@@ -61,24 +62,28 @@ pub(super) fn add_body_copies(
 ) -> Result<(), SimError> {
     let count = asset.positions.len();
     if count == 0 {
-        return Err(SimError::Invalid(format!(
-            "bodies[{entry}] ({}) has no particles at radius {radius} m: the mesh is thinner than one voxel",
-            spec.mesh
-        )));
+        return Err(SimError::Body {
+            index: entry,
+            mesh: spec.mesh.clone(),
+            problem: format!(
+                "has no particles at radius {radius} m: the mesh is thinner than one voxel"
+            ),
+        });
     }
     let mass = spec.mass.unwrap_or(asset.mass);
     if !(mass.is_finite() && mass > 0.0) {
-        return Err(SimError::Invalid(format!(
-            "bodies[{entry}] has mass {mass} kg"
-        )));
+        return Err(SimError::Body {
+            index: entry,
+            mesh: spec.mesh.clone(),
+            problem: format!("has mass {mass} kg"),
+        });
     }
     let ratio = mass / asset.mass;
     let inertia = asset.inertia.map(|r| r.map(|x| x * ratio));
-    let inv_inertia = invert_symmetric(inertia).ok_or_else(|| {
-        SimError::Invalid(format!(
-            "bodies[{entry}] ({}) has a singular inertia tensor (a line of particles?)",
-            spec.mesh
-        ))
+    let inv_inertia = invert_symmetric(inertia).ok_or_else(|| SimError::Body {
+        index: entry,
+        mesh: spec.mesh.clone(),
+        problem: "has a singular inertia tensor (a line of particles?)".into(),
     })?;
     let (kind, inv_mass) = match spec.motion {
         Motion::Dynamic => (DYNAMIC, 1.0 / mass),
@@ -120,7 +125,11 @@ pub(super) fn add_body_copies(
         let index = bodies.len() as u32;
         let first = particles.len();
         if first + count >= WALL_ID_BASE as usize {
-            return Err(SimError::Unsupported("too many particles".into()));
+            return Err(SimError::TooMany {
+                what: "particles with the bodies",
+                count: (first + count) as u64,
+                max: u64::from(WALL_ID_BASE),
+            });
         }
         let x = [
             spec.position[0] + offset[0] + com[0],

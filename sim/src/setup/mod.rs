@@ -123,13 +123,12 @@ impl SimSetup {
     ) -> Result<Self, SimError> {
         if !scene.bodies.is_empty() && scene.simulation.integrator == Integrator::Rk2 {
             return Err(SimError::Unsupported(
-                "rigid bodies are integrated with velocity Verlet only; set simulation.integrator = \"verlet\"".into(),
+                "rigid bodies are integrated with velocity Verlet only; set simulation.integrator = \"verlet\"",
             ));
         }
         if scene.domain.periodic.iter().any(|&p| p) {
             return Err(SimError::Unsupported(
-                "periodic domains are not supported yet; set domain.periodic = [false, false, false]"
-                    .into(),
+                "periodic domains are not supported yet; set domain.periodic = [false, false, false]",
             ));
         }
         let mut material_names: Vec<String> = scene.materials.keys().cloned().collect();
@@ -138,10 +137,11 @@ impl SimSetup {
             material_names.sort();
         }
         if material_names.len() > MAX_MATERIALS {
-            return Err(SimError::Unsupported(format!(
-                "the scene defines {} materials; at most {MAX_MATERIALS} are supported",
-                material_names.len()
-            )));
+            return Err(SimError::TooMany {
+                what: "materials",
+                count: material_names.len() as u64,
+                max: MAX_MATERIALS as u64,
+            });
         }
         let materials: Vec<Material> = material_names
             .iter()
@@ -152,7 +152,10 @@ impl SimSetup {
                 .iter()
                 .position(|n| n == name)
                 .map(|i| i as u32)
-                .ok_or_else(|| SimError::Invalid(format!("{what} names unknown material `{name}`")))
+                .ok_or_else(|| SimError::UnknownMaterial {
+                    user: what.to_owned(),
+                    name: name.to_owned(),
+                })
         };
         let m = materials.len();
         let mut pairs = vec![PairParams::default(); m * m];
@@ -166,11 +169,11 @@ impl SimSetup {
 
         let inits = scene.free_particles(scene_dir)?;
         if inits.len() >= WALL_ID_BASE as usize {
-            return Err(SimError::Unsupported(format!(
-                "{} particles; at most {} are supported",
-                inits.len(),
-                WALL_ID_BASE
-            )));
+            return Err(SimError::TooMany {
+                what: "particles",
+                count: inits.len() as u64,
+                max: u64::from(WALL_ID_BASE),
+            });
         }
         let source_material: Vec<u32> = scene
             .particles
@@ -254,9 +257,7 @@ impl SimSetup {
         for (k, w) in scene.walls.iter().enumerate() {
             let len = w.normal.iter().map(|x| x * x).sum::<f32>().sqrt();
             if !(len.is_finite() && len > 0.0) {
-                return Err(SimError::Invalid(format!(
-                    "walls[{k}].normal has zero length"
-                )));
+                return Err(SimError::ZeroNormal { wall: k });
             }
             let n = w.normal.map(|x| x / len);
             walls.push(WallParams {
@@ -268,10 +269,11 @@ impl SimSetup {
             });
         }
         if walls.len() > MAX_WALLS {
-            return Err(SimError::Unsupported(format!(
-                "{} walls; at most {MAX_WALLS} are supported",
-                walls.len()
-            )));
+            return Err(SimError::TooMany {
+                what: "walls",
+                count: walls.len() as u64,
+                max: MAX_WALLS as u64,
+            });
         }
 
         let closed_faces = if scene.domain.walls {
@@ -295,13 +297,13 @@ impl SimSetup {
                         particles.meta[i][0]
                     )
                 };
-                return Err(SimError::Invalid(format!(
-                    "{what} starts at {:?}, beyond the {} wall of the domain {:?}..{:?}",
-                    [p[0], p[1], p[2]],
-                    face_name(face),
-                    scene.domain.min,
-                    scene.domain.max
-                )));
+                return Err(SimError::StartsOutside {
+                    what,
+                    position: [p[0], p[1], p[2]],
+                    face: face_name(face),
+                    min: scene.domain.min,
+                    max: scene.domain.max,
+                });
             }
         }
         if let Some(o) = initial_overlaps(&particles) {
@@ -352,9 +354,11 @@ impl SimSetup {
             TimeStep::Auto => contact_time / AUTO_STEPS_PER_CONTACT,
             TimeStep::Fixed(dt) => {
                 if !(dt.is_finite() && dt > 0.0) {
-                    return Err(SimError::Invalid(format!(
-                        "simulation.time_step is {dt}, must be positive"
-                    )));
+                    return Err(SimError::BadValue {
+                        field: "simulation.time_step".into(),
+                        value: dt,
+                        expected: "must be positive".into(),
+                    });
                 }
                 if contact_time / dt < MIN_STEPS_PER_CONTACT {
                     tracing::warn!(
@@ -367,9 +371,11 @@ impl SimSetup {
         };
         let slots = scene.simulation.contact_slots;
         if slots == 0 || slots > MAX_SLOTS {
-            return Err(SimError::Invalid(format!(
-                "simulation.contact_slots is {slots}, must be between 1 and {MAX_SLOTS}"
-            )));
+            return Err(SimError::BadValue {
+                field: "simulation.contact_slots".into(),
+                value: f64::from(slots),
+                expected: format!("must be between 1 and {MAX_SLOTS}"),
+            });
         }
         Ok(Self {
             name: scene.name.clone(),
