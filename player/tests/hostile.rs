@@ -164,6 +164,25 @@ fn a_baked_folder_reads_nothing_outside_itself_from_disk_or_http() {
         line.contains("is not a particle object of the manifest"),
         "{line}"
     );
+    // A listed particle object whose bytes were changed is refused on its hash.
+    let tampered = site.join("tampered");
+    std::fs::create_dir_all(&tampered).unwrap();
+    let (hash, _) = pellet_formats::baked_folder::write_object(&tampered, &state).unwrap();
+    let object = tampered.join(format!("{hash}.pellet"));
+    let mut bytes = std::fs::read(&object).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&object, bytes).unwrap();
+    hostile_folder(
+        &tampered,
+        &format!("{hash}.pellet"),
+        &[(hash.clone(), AssetKind::SimState)],
+    );
+    let line = one_line(&player(&run_args(tampered.to_str().unwrap(), cache)));
+    assert!(
+        line.contains("not the") && line.contains("its name promises"),
+        "{line}"
+    );
 }
 
 #[test]

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pellet_formats::assets::{AssetKind, BakedScene, ParticleBody, SimState, particle_object};
-use pellet_formats::baked_folder::{read_manifest, read_object};
+use pellet_formats::assets::{AssetKind, BakedScene, ParticleBody, particle_object};
+use pellet_formats::baked_folder::{BakedFolderError, read_manifest, read_object};
 use pellet_formats::io::write_asset;
 use pellet_formats::scene::MAX_STEPS;
 use pellet_formats::scene::ParticleOrigin;
@@ -317,12 +317,30 @@ pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, PlayerError> {
             )));
         }
     }
-    // Check the particle objects' hashes before the scene reads them.
+    // Check the particle objects' hashes before the scene reads (and
+    // decodes) them; the bytes come from the page cache the second time.
     for source in &baked.scene.particles {
         if let ParticleOrigin::File(file) = &source.origin
             && let Some(hash) = particle_object(file)
         {
-            read_object::<SimState>(dir, hash, &limits)?;
+            let path = pellet_formats::baked_folder::object_path(dir, hash);
+            let bytes = pellet_formats::io::read_regular_file(
+                &path,
+                pellet_formats::container::DEFAULT_MAX_PAYLOAD,
+            )
+            .map_err(|e| BakedFolderError::Io {
+                path: path.clone(),
+                error: std::io::Error::other(e),
+            })?;
+            let actual = pellet_formats::baked_folder::content_hash(&bytes);
+            if actual != hash {
+                return Err(BakedFolderError::HashMismatch {
+                    path,
+                    expected: hash.to_owned(),
+                    actual,
+                }
+                .into());
+            }
         }
     }
     Ok(baked)
