@@ -44,10 +44,10 @@ fn check_solid(v: &GpuVoxelizer, name: &str, mesh: &TriMesh, resolution: Resolut
 }
 
 #[test]
-fn uniform_structs_match_their_wgsl_layouts() {
+fn shaders_validate_and_uniform_structs_match_their_wgsl_layouts() {
     use pellet_gpu::wgpu::naga;
     for (file, source) in SHADERS {
-        let module = naga::front::wgsl::parse_str(source).expect("valid WGSL");
+        let (module, _) = pellet_gpu::validate_wgsl(file, source).unwrap_or_else(|e| panic!("{e}"));
         let mut layouter = naga::proc::Layouter::default();
         layouter.update(module.to_ctx()).expect("layout");
         for (name, rust_size) in UNIFORM_SIZES {

@@ -28,7 +28,7 @@ pub enum GpuError {
     /// A WGSL shader failed to parse or validate.
     #[error("{name}: {report}")]
     Shader {
-        /// The shader file, e.g. `sim.wgsl`.
+        /// The shader file, e.g. `forces.wgsl`.
         name: String,
         /// naga's report, with the offending line quoted.
         report: String,

@@ -486,3 +486,12 @@ fn read<T: bytemuck::Pod>(gpu: &Gpu, buffer: &wgpu::Buffer, len: u64) -> Result<
     staging.unmap();
     Ok(out)
 }
+
+#[cfg(test)]
+mod shader_tests {
+    /// The kernels validate with naga, offline, on any machine.
+    #[test]
+    fn the_shader_validates() {
+        pellet_gpu::validate_wgsl("nns.wgsl", super::SHADER).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

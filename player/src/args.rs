@@ -46,10 +46,12 @@ pub(crate) struct Cli {
     /// manifest (an unchanged one costs a 304); changes are swapped in live.
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0, value_parser = positive_seconds)]
     pub poll: f64,
-    /// Shader hot reload (development): use `sim.wgsl` and `spheres.wgsl` from
-    /// DIR (e.g. sim/src and player/src/render) and rebuild the pipelines
-    /// when they are saved; a shader that fails validation is shown and the
-    /// old pipeline kept.
+    /// Shader hot reload (development): use the simulation's stage shaders
+    /// (`common.wgsl`, `sort.wgsl`, `forces.wgsl`, `integrate.wgsl`,
+    /// `bodies.wgsl`, `stats.wgsl`, copied from sim/src/stages) and
+    /// `spheres.wgsl` (from player/src/render) found in DIR, any subset, and
+    /// rebuild the pipelines when they are saved; a shader that fails
+    /// validation is shown and the old pipeline kept.
     #[arg(long, value_name = "DIR", hide_short_help = true)]
     pub shaders: Option<PathBuf>,
     /// Close the window after this many frames (scripted checks).

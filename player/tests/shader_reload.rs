@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use pellet_player::gpu::{BackendChoice, Gpu};
 use pellet_player::render::{Camera, ColourMode, FrameRenderer, SPHERES_SHADER};
-use pellet_player::sim::gpu::SIM_SHADER;
 use pellet_player::sim::run::load_setup_cached;
+use pellet_player::sim::stages::SimShaders;
 use pellet_player::sim::{GridMode, SimSetup, Simulation};
 
 fn ballpit() -> SimSetup {
@@ -23,6 +23,12 @@ fn red_pixels(img: &image::RgbaImage) -> usize {
     img.pixels()
         .filter(|p| p[0] > 200 && p[1] < 40 && p[2] < 40)
         .count()
+}
+
+#[test]
+fn the_sphere_shader_validates_offline() {
+    pellet_player::gpu::validate_wgsl("spheres.wgsl", SPHERES_SHADER)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -77,20 +83,28 @@ fn simulation_kernels_rebuild_from_an_edited_source() {
     };
     let builtin = run(&mut Simulation::gpu(gpu.clone(), &setup).unwrap());
     // An edit that changes nothing computed runs bit-identically.
-    let edited = format!("{SIM_SHADER}\n// edited\n");
-    let same = run(&mut Simulation::gpu_with_shader(gpu.clone(), &setup, &edited).unwrap());
+    let mut edited = SimShaders::builtin();
+    let forces = format!("{}\n// edited\n", edited.get("forces.wgsl").unwrap());
+    assert!(edited.set("forces.wgsl", forces));
+    let same = run(&mut Simulation::gpu_with_shaders(gpu.clone(), &setup, &edited).unwrap());
     assert_eq!(builtin, same);
-    // A syntax error, and a kernel gone missing: errors, never panics.
-    let e = Simulation::gpu_with_shader(gpu.clone(), &setup, "fn nope(")
+    // A syntax error, and a kernel gone missing: errors naming the file,
+    // never panics.
+    let mut broken = SimShaders::builtin();
+    assert!(broken.set("integrate.wgsl", "fn nope(".to_string()));
+    let e = Simulation::gpu_with_shaders(gpu.clone(), &setup, &broken)
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("sim.wgsl"), "{e}");
-    let renamed = SIM_SHADER.replace("fn cell_keys(", "fn cell_keys_renamed(");
-    assert_ne!(renamed, SIM_SHADER);
-    let e = Simulation::gpu_with_shader(gpu, &setup, &renamed)
+    assert!(e.contains("integrate.wgsl"), "{e}");
+    let mut renamed = SimShaders::builtin();
+    let sort = renamed.get("sort.wgsl").unwrap();
+    let sort_renamed = sort.replace("fn cell_keys(", "fn cell_keys_renamed(");
+    assert_ne!(sort_renamed, sort);
+    assert!(renamed.set("sort.wgsl", sort_renamed));
+    let e = Simulation::gpu_with_shaders(gpu, &setup, &renamed)
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("sim.wgsl"), "{e}");
+    assert!(e.contains("sort.wgsl") && e.contains("cell_keys"), "{e}");
 }

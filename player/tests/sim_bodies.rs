@@ -10,9 +10,9 @@ use pellet_bake::mesh::shapes::cuboid;
 use pellet_formats::Scene;
 use pellet_player::gpu::{BackendChoice, Gpu};
 use pellet_player::sim::bodies::MeshBaker;
-use pellet_player::sim::body::{BodyGpu, rotate_inv};
 use pellet_player::sim::cpu::CpuSim;
 use pellet_player::sim::gpu::GpuSim;
+use pellet_player::sim::stages::bodies::{BodyGpu, rotate_inv};
 use pellet_player::sim::{ForceKind, SimOptions, SimSetup, Simulation};
 
 /// Writes a box mesh `size` (centred on the origin) as `box.glb` in `dir`.

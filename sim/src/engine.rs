@@ -10,10 +10,11 @@ use pellet_formats::assets::SimState;
 use pellet_gpu::Gpu;
 
 use super::blocks::{BlockSim, BlockStats};
-use super::body::BodyGpu;
 use super::cpu::{CpuSim, kinetic_energy};
 use super::gpu::GpuSim;
+use super::stages::SimShaders;
 use super::{Counter, HostState, NUM_COUNTERS, SimError, SimSetup};
+use crate::stages::bodies::BodyGpu;
 
 /// Where the kernels run.
 #[derive(Debug)]
@@ -71,14 +72,14 @@ impl Simulation {
         Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
     }
 
-    /// Starts `setup` on the GPU with the kernels compiled from `source`
-    /// instead of the built-in `sim.wgsl` (shader hot reload).
-    pub fn gpu_with_shader(
+    /// Starts `setup` on the GPU with the kernels compiled from `shaders`
+    /// instead of the built-in ones (shader hot reload).
+    pub fn gpu_with_shaders(
         gpu: Arc<Gpu>,
         setup: &SimSetup,
-        source: &str,
+        shaders: &SimShaders,
     ) -> Result<Self, SimError> {
-        let mut sim = GpuSim::with_shader(gpu, setup, source)?;
+        let mut sim = GpuSim::with_shaders(gpu, setup, shaders)?;
         sim.prime();
         Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
     }

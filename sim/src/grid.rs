@@ -107,7 +107,7 @@ impl GridSpec {
     }
 
     /// Integer cell of a position (clamped to the grid when dense).
-    /// Same arithmetic as `cell_coord` in `sim.wgsl`.
+    /// Same arithmetic as `cell_coord` in `common.wgsl`.
     #[inline]
     pub fn cell_coord(&self, p: [f32; 3]) -> [i32; 3] {
         let inv = 1.0 / self.cell_size;

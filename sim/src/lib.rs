@@ -1,8 +1,9 @@
 //! # pellet-sim
 //!
 //! The particle simulation: granular particles with the discrete element
-//! method, on the GPU (`sim.wgsl`, driven by [`gpu::GpuSim`]) or on CPU
-//! threads ([`cpu::CpuSim`], the GPU's twin and test oracle).
+//! method, on the GPU (the WGSL kernels of [`stages`], driven by
+//! [`gpu::GpuSim`]) or on CPU threads ([`cpu::CpuSim`], the GPU's twin and
+//! test oracle, its kernels in the same stage files' Rust twins).
 //!
 //! # One step
 //! Velocity Verlet (the default), kernels in order:
@@ -33,13 +34,12 @@ use pellet_formats::blob::PodVec;
 use thiserror::Error;
 
 pub mod blocks;
-pub mod body;
-pub mod contact;
 pub mod cpu;
 pub mod engine;
 pub mod gpu;
 pub mod grid;
 pub mod setup;
+pub mod stages;
 
 pub use engine::{Engine, Simulation, StepStats};
 pub use grid::{GridMode, GridSpec};
@@ -319,7 +319,12 @@ impl HostState {
     }
 
     /// A snapshot in input (id) order, with `bodies`.
-    pub fn to_sim_state(&self, step: u64, time: f64, bodies: &[body::BodyGpu]) -> SimState {
+    pub fn to_sim_state(
+        &self,
+        step: u64,
+        time: f64,
+        bodies: &[stages::common::BodyGpu],
+    ) -> SimState {
         let n = self.len();
         let mut order = vec![0usize; n];
         for (k, m) in self.meta.iter().enumerate() {
@@ -390,7 +395,7 @@ pub trait NeighbourSink {
 
 /// Visits every particle in the 27 cells around particle `i` (sorted order,
 /// `cell_start` from the counting sort), z outer, then y, then x — the order
-/// `compute_forces` in `sim.wgsl` uses. Dense grids visit each row of three
+/// `compute_forces` in `forces.wgsl` uses. Dense grids visit each row of three
 /// cells as one contiguous range; hashed grids skip particles of other cells
 /// that share a bucket.
 #[inline]

@@ -1,13 +1,15 @@
-//! Every `#[repr(C)]` struct the kernels read has the size and member
-//! offsets of its WGSL twin in `sim.wgsl` (naga's layouter is the judge), so a
-//! field added on one side only fails here, not as garbage on the GPU.
+//! Every `#[repr(C)]` struct the kernels read (`stages/common.rs`) has the
+//! size and member offsets of its WGSL twin in `common.wgsl` (naga's layouter
+//! is the judge), so a field added on one side only fails here, not as
+//! garbage on the GPU. Every stage compiles and defines the kernels it is
+//! registered with.
 #![allow(clippy::unwrap_used)]
 
 use std::mem::{offset_of, size_of};
 
 use pellet_gpu::wgpu::naga;
-use pellet_sim::body::BodyGpu;
-use pellet_sim::setup::Params;
+use pellet_sim::stages::common::{BodyGpu, ModeGpu, Params, ScanLenGpu};
+use pellet_sim::stages::{STAGES, SimShaders};
 
 /// (WGSL member, Rust byte offset) for each member of the WGSL struct.
 fn params_members() -> Vec<(&'static str, usize)> {
@@ -60,20 +62,66 @@ fn body_members() -> Vec<(&'static str, usize)> {
     ]
 }
 
+fn mode_members() -> Vec<(&'static str, usize)> {
+    vec![
+        ("dt_hist", offset_of!(ModeGpu, dt_hist)),
+        ("commit", offset_of!(ModeGpu, commit)),
+        ("first", offset_of!(ModeGpu, first)),
+        ("end", offset_of!(ModeGpu, end)),
+    ]
+}
+
+fn scan_len_members() -> Vec<(&'static str, usize)> {
+    vec![
+        ("len", offset_of!(ScanLenGpu, len)),
+        ("pad0", offset_of!(ScanLenGpu, pad)),
+        ("pad1", offset_of!(ScanLenGpu, pad) + 4),
+        ("pad2", offset_of!(ScanLenGpu, pad) + 8),
+    ]
+}
+
+#[test]
+fn every_stage_compiles_with_its_kernels() {
+    let compiled = SimShaders::builtin().compile().unwrap();
+    assert_eq!(compiled.len(), STAGES.len());
+    for (stage, c) in STAGES.iter().zip(&compiled) {
+        assert_eq!(c.bindings.len(), stage.kernels.len(), "{}", stage.file);
+        for kernel in stage.kernels {
+            assert!(!c.bindings[kernel].is_empty(), "{kernel} binds nothing");
+        }
+    }
+    // A kernel missing from its stage is refused with the stage's file.
+    let mut shaders = SimShaders::builtin();
+    let renamed = shaders
+        .get("stats.wgsl")
+        .unwrap()
+        .replace("fn stats(", "fn stats_renamed(");
+    assert!(shaders.set("stats.wgsl", renamed));
+    let e = shaders.compile().unwrap_err().to_string();
+    assert!(e.contains("stats.wgsl") && e.contains("`stats`"), "{e}");
+    assert!(!shaders.set("sim.wgsl", String::new()));
+}
+
 #[test]
 fn kernel_structs_match_their_wgsl_twins() {
-    let (module, _) = pellet_gpu::validate_wgsl("sim.wgsl", pellet_sim::gpu::SHADER).unwrap();
+    let common = SimShaders::builtin()
+        .get("common.wgsl")
+        .unwrap()
+        .to_string();
+    let (module, _) = pellet_gpu::validate_wgsl("common.wgsl", &common).unwrap();
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).unwrap();
     for (name, rust_size, members) in [
         ("Params", size_of::<Params>(), params_members()),
         ("Body", size_of::<BodyGpu>(), body_members()),
+        ("Mode", size_of::<ModeGpu>(), mode_members()),
+        ("ScanLen", size_of::<ScanLenGpu>(), scan_len_members()),
     ] {
         let (handle, ty) = module
             .types
             .iter()
             .find(|(_, t)| t.name.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("no struct {name} in sim.wgsl"));
+            .unwrap_or_else(|| panic!("no struct {name} in common.wgsl"));
         assert_eq!(layouter[handle].size as usize, rust_size, "size of {name}");
         let naga::TypeInner::Struct { members: wgsl, .. } = &ty.inner else {
             panic!("{name} is not a struct");

@@ -13,8 +13,8 @@ use rapier3d::prelude::*;
 
 use pellet_gpu::{BackendChoice, Gpu};
 use pellet_player::sim::run::load_setup_cached;
-use pellet_sim::body::KINEMATIC;
 use pellet_sim::setup::FREE;
+use pellet_sim::stages::bodies::KINEMATIC;
 use pellet_sim::{GridMode, SimSetup, Simulation};
 
 use crate::harness::{Row, Timing};

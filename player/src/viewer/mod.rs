@@ -25,6 +25,7 @@ use crate::PlayerError;
 use crate::render::{Camera, ColourMode, FrameRenderer};
 use crate::sim::run::load_setup_cached;
 use crate::sim::setup::{PairParams, SimSetup, damping_ratio};
+use crate::sim::stages::{SimShaders, shader_files};
 use crate::sim::{GridMode, SimError, Simulation, StepStats};
 
 mod input;
@@ -51,8 +52,9 @@ pub struct ViewerOptions {
     /// Seconds between polls of a remote scene's manifest (conditional
     /// requests; an unchanged manifest costs one 304). Default 2.
     pub poll_seconds: f64,
-    /// Shader hot reload: a folder whose `sim.wgsl` and `spheres.wgsl` (either
-    /// may be missing) replace the built-in shaders and are watched.
+    /// Shader hot reload: a folder whose simulation stage shaders
+    /// (`common.wgsl`, `sort.wgsl`, ...) and `spheres.wgsl` (any may be
+    /// missing) replace the built-in shaders and are watched.
     pub shaders: Option<PathBuf>,
 }
 

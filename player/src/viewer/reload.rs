@@ -44,18 +44,18 @@ impl WindowState {
     }
 
     /// A new simulation and renderer for `setup` with the running state
-    /// carried over, the kernels compiled from `sim_source` when given (else
+    /// carried over, the kernels compiled from `sim_shaders` when given (else
     /// the current shaders).
     pub(super) fn restart(
         &self,
         mut setup: SimSetup,
-        sim_source: Option<&str>,
+        sim_shaders: Option<&SimShaders>,
     ) -> Result<(SimSetup, Simulation, FrameRenderer), PlayerError> {
         if let (Ok(state), Ok(bodies)) = (self.playing.sim.snapshot(), self.playing.sim.bodies()) {
             setup.carry_state_from(&self.playing.setup, &state, &bodies);
         }
-        let sim = match sim_source {
-            Some(source) => Simulation::gpu_with_shader(self.gpu.clone(), &setup, source)?,
+        let sim = match sim_shaders {
+            Some(shaders) => Simulation::gpu_with_shaders(self.gpu.clone(), &setup, shaders)?,
             None => self.shaders.simulation(&self.gpu, &setup)?,
         };
         let size = (self.config.width, self.config.height);

@@ -7,9 +7,24 @@ use super::*;
 #[derive(Default)]
 pub(super) struct Shaders {
     pub(super) dir: Option<PathBuf>,
-    pub(super) sim: Option<String>,
+    /// The simulation's stage sources, with the folder's files in place of
+    /// the built-in ones (None: no folder, or none of its files).
+    pub(super) sim: Option<SimShaders>,
     pub(super) spheres: Option<String>,
     pub(super) watcher: Option<pellet_formats::watch::FileWatcher>,
+}
+
+/// The simulation shaders with every stage file found in `dir` in place of
+/// the built-in one; None when the folder has none of them.
+fn read_sim_shaders(dir: &Path) -> Option<SimShaders> {
+    let mut shaders = SimShaders::builtin();
+    let mut any = false;
+    for file in shader_files() {
+        if let Ok(text) = std::fs::read_to_string(dir.join(file)) {
+            any |= shaders.set(file, text);
+        }
+    }
+    any.then_some(shaders)
 }
 
 impl Shaders {
@@ -29,15 +44,25 @@ impl Shaders {
                 }
             }
         };
+        let sim = read_sim_shaders(dir).filter(|shaders| match shaders.compile() {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(
+                    "{}: using the built-in simulation shaders: {e}",
+                    dir.display()
+                );
+                false
+            }
+        });
+        let watched: Vec<PathBuf> = shader_files()
+            .chain(["spheres.wgsl"])
+            .map(|f| dir.join(f))
+            .collect();
         Self {
             dir: Some(dir.to_path_buf()),
-            sim: read("sim.wgsl"),
+            sim,
             spheres: read("spheres.wgsl"),
-            watcher: pellet_formats::watch::FileWatcher::new(&[
-                dir.join("sim.wgsl"),
-                dir.join("spheres.wgsl"),
-            ])
-            .ok(),
+            watcher: pellet_formats::watch::FileWatcher::new(&watched).ok(),
         }
     }
 
@@ -47,7 +72,7 @@ impl Shaders {
         setup: &SimSetup,
     ) -> Result<Simulation, SimError> {
         match &self.sim {
-            Some(source) => Simulation::gpu_with_shader(gpu.clone(), setup, source),
+            Some(shaders) => Simulation::gpu_with_shaders(gpu.clone(), setup, shaders),
             None => Simulation::gpu(gpu.clone(), setup),
         }
     }
@@ -96,16 +121,16 @@ impl WindowState {
                 }
             }
         }
-        if let Some(source) = read("sim.wgsl")
-            && self.shaders.sim.as_ref() != Some(&source)
+        if let Some(shaders) = read_sim_shaders(&dir)
+            && self.shaders.sim.as_ref() != Some(&shaders)
         {
             // The kernels are rebuilt with the running state carried over.
-            let started = self.restart(self.playing.setup.clone(), Some(&source));
+            let started = self.restart(self.playing.setup.clone(), Some(&shaders));
             match started {
                 Ok((setup, sim, renderer)) => {
-                    tracing::info!("shader reloaded: sim.wgsl");
-                    report.push("sim.wgsl reloaded".to_string());
-                    self.shaders.sim = Some(source);
+                    tracing::info!("shader reloaded: simulation stages");
+                    report.push("simulation shaders reloaded".to_string());
+                    self.shaders.sim = Some(shaders);
                     self.playing.sim = sim;
                     self.playing.renderer = renderer;
                     self.playing.setup = setup;

@@ -1,14 +1,14 @@
-//! The binding numbers of `sim.wgsl`, the kernels [`GpuSim`](super::GpuSim)
-//! builds, and which bindings each kernel uses: read from the shader itself
-//! (naga's reflection), so a kernel's bind group always matches its code.
+//! The binding numbers of `common.wgsl`, the kernels [`GpuSim`](super::GpuSim)
+//! builds from the compiled stages, and their bind groups: each kernel binds
+//! what naga's reflection says it uses, so its bind group always matches its code.
 
 use std::collections::BTreeMap;
 
-use pellet_gpu::{validate_wgsl, wgpu};
+use pellet_gpu::wgpu;
 
-use crate::SimError;
+use crate::stages::CompiledStage;
 
-// Binding numbers of `sim.wgsl`.
+// Binding numbers of `common.wgsl`.
 pub(super) const B_PARAMS: u32 = 0;
 pub(super) const B_MODE: u32 = 1;
 pub(super) const B_POS: u32 = 2;
@@ -69,57 +69,35 @@ pub(super) struct Kernel {
     pub(super) bindings: Vec<u32>,
 }
 
-/// Which bindings each entry point uses, read from the shader.
-pub(super) fn reflect_bindings(source: &str) -> Result<BTreeMap<String, Vec<u32>>, SimError> {
-    let (module, info) = validate_wgsl("sim.wgsl", source)?;
-    let mut out = BTreeMap::new();
-    for (index, ep) in module.entry_points.iter().enumerate() {
-        let fi = info.get_entry_point(index);
-        let mut used = Vec::new();
-        for (handle, var) in module.global_variables.iter() {
-            if let Some(binding) = &var.binding
-                && !fi[handle].is_empty()
-            {
-                used.push(binding.binding);
-            }
-        }
-        used.sort_unstable();
-        out.insert(ep.name.clone(), used);
-    }
-    Ok(out)
-}
-
-/// Compiles `source` and builds a pipeline for every kernel the simulation
-/// dispatches, each with the bindings `reflected` says it uses.
+/// Builds a pipeline for every kernel of every compiled stage (one shader
+/// module per stage), each with the bindings reflection says it uses.
 pub(super) fn create_kernels(
     device: &wgpu::Device,
-    source: &str,
-    reflected: &BTreeMap<String, Vec<u32>>,
+    stages: &[CompiledStage],
 ) -> BTreeMap<&'static str, Kernel> {
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("sim.wgsl"),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
-    });
     let mut kernels = BTreeMap::new();
-    for name in PARTICLE_KERNELS.iter().chain(&[
-        "scan_block",
-        "scan_add",
-        "sort_cells",
-        "tick",
-        "body_begin",
-        "body_end",
-        "body_reduce",
-    ]) {
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(name),
-            layout: None,
-            module: &module,
-            entry_point: Some(name),
-            compilation_options: Default::default(),
-            cache: None,
+    for compiled in stages {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(compiled.stage.file),
+            source: wgpu::ShaderSource::Wgsl(compiled.source.as_str().into()),
         });
-        let bindings = reflected.get(*name).cloned().unwrap_or_default();
-        kernels.insert(*name, Kernel { pipeline, bindings });
+        for (&name, bindings) in &compiled.bindings {
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: None,
+                module: &module,
+                entry_point: Some(name),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            kernels.insert(
+                name,
+                Kernel {
+                    pipeline,
+                    bindings: bindings.clone(),
+                },
+            );
+        }
     }
     kernels
 }
@@ -143,7 +121,7 @@ pub(super) fn make_group(
                 .find(|(ob, _)| *ob == b)
                 .map(|(_, buf)| *buf)
                 .or_else(|| buffers.get(&b))
-                .unwrap_or_else(|| panic!("sim.wgsl binding {b} of {name} has no buffer"));
+                .unwrap_or_else(|| panic!("binding {b} of kernel {name} has no buffer"));
             wgpu::BindGroupEntry {
                 binding: b,
                 resource: buffer.as_entire_binding(),

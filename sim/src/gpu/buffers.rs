@@ -10,8 +10,8 @@ use pellet_gpu::{Gpu, wgpu};
 
 use super::bindings::*;
 use super::{BlockInput, GpuSim, WG};
-use crate::body::BodyGpu;
-use crate::setup::{PairParams, Params, SimSetup};
+use crate::setup::{PairParams, SimSetup};
+use crate::stages::common::{BodyGpu, ModeGpu, Params, ScanLenGpu};
 use crate::{Counter, HostState, NUM_COUNTERS, SimError};
 
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
@@ -86,7 +86,7 @@ fn zeroed_buffer(device: &wgpu::Device, label: &str, size: usize) -> wgpu::Buffe
     })
 }
 
-/// Every buffer bound by its number in `sim.wgsl`, holding `setup` (particles
+/// Every buffer bound by its number in `common.wgsl`, holding `setup` (particles
 /// in input order, no history).
 pub(super) fn create_buffers(
     device: &wgpu::Device,
@@ -188,8 +188,13 @@ pub(super) fn create_buffers(
 pub(super) fn create_mode_buffers(device: &wgpu::Device, dt: f32) -> [wgpu::Buffer; 3] {
     let modes = [(dt, 1u32), (0.5 * dt, 0), (0.0, 1)];
     modes.map(|(dt_hist, commit)| {
-        let words = [dt_hist.to_bits(), commit, 0, u32::MAX];
-        init_buffer(device, "sim/mode", bytemuck::cast_slice(&words), UNIFORM)
+        let mode = ModeGpu {
+            dt_hist,
+            commit,
+            first: 0,
+            end: u32::MAX,
+        };
+        init_buffer(device, "sim/mode", bytemuck::bytes_of(&mode), UNIFORM)
     })
 }
 
@@ -226,7 +231,7 @@ pub(super) fn create_scan_levels(
             init_buffer(
                 device,
                 "sim/scan_len",
-                bytemuck::cast_slice(&[len, 0, 0, 0]),
+                bytemuck::bytes_of(&ScanLenGpu { len, pad: [0; 3] }),
                 UNIFORM,
             )
         })

@@ -1,4 +1,4 @@
-//! [`GpuSim`]: drives `sim.wgsl`. Buffers live on the GPU for the whole run;
+//! [`GpuSim`]: drives the stage kernels (`stages/*.wgsl`). Buffers live on the GPU for the whole run;
 //! a batch of steps is one command buffer with no readback in between.
 //!
 //! Bindings are declared once in the shader; which ones each kernel uses is
@@ -17,7 +17,9 @@ use pellet_formats::scene::Integrator;
 use pellet_gpu::{Gpu, GpuError, wgpu};
 
 use crate::SimError;
-use crate::setup::{Params, SimSetup};
+use crate::setup::SimSetup;
+use crate::stages::SimShaders;
+use crate::stages::common::Params;
 
 mod bindings;
 mod buffers;
@@ -27,8 +29,6 @@ mod readback;
 use bindings::{B_META, B_MODE, B_POS, B_VEL, Kernel, PARTICLE_KERNELS};
 use buffers::ScanLevel;
 
-/// Every simulation kernel (`sim.wgsl`), for validation and layout tests.
-pub const SHADER: &str = include_str!("../sim.wgsl");
 const WG: u32 = 256;
 
 /// A block's particles in cell order, for [`GpuSim::upload_block`].
@@ -110,31 +110,32 @@ pub type BodyForces = (Vec<[f32; 4]>, Vec<[f32; 4]>);
 /// Keys (pre-sort order), cell starts and the sorted order.
 pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
 
-/// The built-in simulation shader (`sim.wgsl`).
-pub const SIM_SHADER: &str = SHADER;
-
 pub use pellet_gpu::validate_wgsl;
 
 impl GpuSim {
     /// Uploads `setup` (particles in input order, no history) to `gpu`.
     pub fn new(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
-        Self::with_shader(gpu, setup, SHADER)
+        Self::with_shaders(gpu, setup, &SimShaders::builtin())
     }
 
-    /// As [`GpuSim::new`], with the kernels compiled from `source` instead of
-    /// the built-in `sim.wgsl` (shader hot reload). The source is validated
+    /// As [`GpuSim::new`], with the kernels compiled from `shaders` instead
+    /// of the built-in ones (shader hot reload). Every stage is validated
     /// with naga first, and the pipelines are built inside a wgpu validation
     /// error scope: any error is returned, and nothing of the old simulation
     /// is touched.
-    pub fn with_shader(gpu: Arc<Gpu>, setup: &SimSetup, source: &str) -> Result<Self, SimError> {
-        let reflected = bindings::reflect_bindings(source)?;
+    pub fn with_shaders(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        shaders: &SimShaders,
+    ) -> Result<Self, SimError> {
+        let stages = shaders.compile()?;
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let built = Self::build(gpu.clone(), setup, source, reflected);
+        let built = Self::build(gpu.clone(), setup, &stages);
         let scope = pollster::block_on(scope.pop());
         match (built, scope) {
             (Err(e), _) => Err(e),
             (Ok(_), Some(e)) => Err(SimError::Gpu(GpuError::Shader {
-                name: "sim.wgsl".into(),
+                name: "simulation shaders".into(),
                 report: e.to_string(),
             })),
             (Ok(sim), None) => Ok(sim),
@@ -144,15 +145,14 @@ impl GpuSim {
     fn build(
         gpu: Arc<Gpu>,
         setup: &SimSetup,
-        source: &str,
-        reflected: BTreeMap<String, Vec<u32>>,
+        stages: &[crate::stages::CompiledStage],
     ) -> Result<Self, SimError> {
         let device = &gpu.device;
         let params = setup.params();
         buffers::check_limits(&gpu, &params)?;
         let buffers = buffers::create_buffers(device, setup, &params);
         let mode_buffers = buffers::create_mode_buffers(device, params.dt);
-        let kernels = bindings::create_kernels(device, source, &reflected);
+        let kernels = bindings::create_kernels(device, stages);
         let make_group = |name: &str, overrides: &[(u32, &wgpu::Buffer)]| {
             bindings::make_group(device, &kernels, &buffers, name, overrides)
         };

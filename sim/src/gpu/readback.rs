@@ -6,7 +6,7 @@ use pellet_gpu::readback::read_buffer;
 
 use super::bindings::*;
 use super::{BlockOutput, BodyForces, GpuSim, GridBuffers, WG};
-use crate::body::BodyGpu;
+use crate::stages::bodies::BodyGpu;
 use crate::{HostState, NUM_COUNTERS, SimError};
 
 impl GpuSim {

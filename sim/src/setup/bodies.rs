@@ -7,7 +7,7 @@ use pellet_formats::scene::{BodySpec, Motion};
 
 use super::{ParticleArrays, WALL_ID_BASE};
 use crate::SimError;
-use crate::body::{
+use crate::stages::bodies::{
     BodyGpu, DYNAMIC, KINEMATIC, STATIC, body_particle, euler_xyz_degrees, invert_symmetric, rotate,
 };
 
@@ -150,7 +150,7 @@ pub(super) fn add_body_copies(
         if kind == DYNAMIC {
             b.momentum = [v[0] * mass, v[1] * mass, v[2] * mass, 0.0];
             // L = R I R^T w.
-            let wb = crate::body::rotate_inv(q, w);
+            let wb = crate::stages::bodies::rotate_inv(q, w);
             let lb: [f32; 3] = std::array::from_fn(|r| {
                 inertia[r][0] * wb[0] + inertia[r][1] * wb[1] + inertia[r][2] * wb[2]
             });

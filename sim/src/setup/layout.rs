@@ -1,9 +1,10 @@
-//! The arrays and uniform blocks in the layout the kernels read (their
-//! WGSL twins are in `sim.wgsl`).
+//! The arrays the kernels read, in their layout, and [`SimSetup::params`]
+//! (the uniform block itself is [`Params`] in `stages/common.rs`).
 
 use bytemuck::{Pod, Zeroable};
 
 use super::SimSetup;
+use crate::stages::common::Params;
 
 /// One wall as the kernels read it (two `vec4<f32>`): particles stay where
 /// `dot(normal, x) >= offset`.
@@ -74,46 +75,4 @@ impl SimSetup {
             pad2: 0,
         }
     }
-}
-
-/// The constant uniform block of every kernel (`Params` in `sim.wgsl`).
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Params {
-    /// Particle count.
-    pub n: u32,
-    /// Contact history slots per particle.
-    pub slots: u32,
-    /// Number of cell keys (dense cells or hash buckets).
-    pub num_keys: u32,
-    /// 1 when cells are hashed.
-    pub hashed: u32,
-    /// Dense grid cells per axis.
-    pub dims: [i32; 3],
-    /// Number of walls.
-    pub wall_count: u32,
-    /// Grid origin, metres.
-    pub origin: [f32; 3],
-    /// Cell edge, metres.
-    pub cell_size: f32,
-    /// Gravity, m/s^2.
-    pub gravity: [f32; 3],
-    /// Number of materials.
-    pub material_count: u32,
-    /// Time step, seconds.
-    pub dt: f32,
-    /// `1 / cell_size`.
-    pub inv_cell: f32,
-    /// Number of rigid bodies.
-    pub body_count: u32,
-    /// Padding to 16 bytes.
-    pub pad: u32,
-    /// Domain lower corner, metres.
-    pub domain_min: [f32; 3],
-    /// Closed domain faces ([`SimSetup::closed_faces`]).
-    pub closed_faces: u32,
-    /// Domain upper corner, metres.
-    pub domain_max: [f32; 3],
-    /// Padding to 16 bytes.
-    pub pad2: u32,
 }

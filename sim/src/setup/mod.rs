@@ -15,17 +15,18 @@ use std::path::Path;
 use pellet_formats::scene::{DEFAULT_MATERIAL, Integrator, Material, Scene, TimeStep};
 
 use super::SimError;
-use super::body::{BodyGpu, DYNAMIC, body_particle};
 use super::grid::{GridMode, GridSpec};
+use crate::stages::bodies::{BodyGpu, DYNAMIC, body_particle};
 
 mod bodies;
 mod checks;
 mod layout;
 mod materials;
 
+pub use crate::stages::common::Params;
 pub use bodies::{BodyRequest, BodySource, NoBodies};
 pub use checks::{InitialOverlaps, OVERLAP_WARNING, escaped_face, face_name, initial_overlaps};
-pub use layout::{Params, ParticleArrays, WallParams};
+pub use layout::{ParticleArrays, WallParams};
 pub use materials::{PairParams, damping_ratio, restitution_of};
 
 use bodies::add_body_copies;
@@ -436,7 +437,7 @@ impl SimSetup {
                     was.angular_momentum[1],
                     was.angular_momentum[2],
                 ];
-                let w = super::body::world_omega(new, new.orientation, l);
+                let w = crate::stages::bodies::world_omega(new, new.orientation, l);
                 let v: [f32; 3] = std::array::from_fn(|a| was.momentum[a] * new.position[3]);
                 new.velocity = [v[0], v[1], v[2], 0.0];
                 new.omega = [w[0], w[1], w[2], 0.0];

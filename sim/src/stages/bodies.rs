@@ -1,6 +1,7 @@
-//! Rigid bodies made of particles: their state in kernel layout, the
-//! quaternion and matrix helpers, and the CPU twins of the body kernels
-//! (`body_begin`, `body_particles`, `body_reduce`, `body_end` in `sim.wgsl`).
+//! Stage `bodies`, CPU twin of `bodies.wgsl`: rigid bodies made of
+//! particles. The quaternion and matrix helpers, and the body kernels
+//! (`body_begin`, `body_particles`, `body_reduce`, `body_end`); the body
+//! itself is [`BodyGpu`] in `common.rs`.
 //!
 //! A body's particles are ordinary particles (they collide like any other,
 //! never with each other); each step their world positions and velocities
@@ -9,9 +10,12 @@
 //! partial sums then a fixed tree, exactly as one GPU workgroup does), so the
 //! sum never depends on where the particles sit in memory.
 
-use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
 
-use super::contact::{V3, add, cross, dot, scale, sub};
+pub use super::common::BodyGpu;
+use super::common::{V3, add, cross, dot, scale, sub};
+use crate::cpu::{CpuSim, MIN_LEN};
+use crate::setup::FREE;
 
 /// A body that moves under forces.
 pub const DYNAMIC: u32 = 0;
@@ -20,37 +24,8 @@ pub const STATIC: u32 = 1;
 /// A body that moves with a prescribed velocity, unaffected by forces.
 pub const KINEMATIC: u32 = 2;
 
-/// Lanes of one reduction workgroup (`WG` in `sim.wgsl`).
+/// Lanes of one reduction workgroup (`WG` in `common.wgsl`).
 pub const REDUCE_LANES: usize = 256;
-
-/// One body as the kernels read it (`Body` in `sim.wgsl`), 160 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
-#[repr(C)]
-pub struct BodyGpu {
-    /// Centre of mass (m); `w`: inverse mass (1/kg, 0 when immovable).
-    pub position: [f32; 4],
-    /// Orientation, unit quaternion `(x, y, z, w)`: body axes to world.
-    pub orientation: [f32; 4],
-    /// Linear momentum, kg m/s (`w` unused).
-    pub momentum: [f32; 4],
-    /// Angular momentum about the centre of mass, world axes, kg m^2/s.
-    pub angular_momentum: [f32; 4],
-    /// World angular velocity, rad/s (derived; prescribed for kinematic bodies).
-    pub omega: [f32; 4],
-    /// Linear velocity, m/s (derived; prescribed for kinematic bodies).
-    pub velocity: [f32; 4],
-    /// Inverse inertia tensor in body axes, rows (`w` unused), 1/(kg m^2).
-    pub inv_inertia: [[f32; 4]; 3],
-    /// First particle id, particle count, kind ([`DYNAMIC`], ...), unused.
-    pub range: [u32; 4],
-}
-
-impl BodyGpu {
-    /// The body's kind.
-    pub fn kind(&self) -> u32 {
-        self.range[2]
-    }
-}
 
 #[inline(always)]
 pub(crate) fn xyz(v: &[f32; 4]) -> V3 {
@@ -257,6 +232,63 @@ pub fn invert_symmetric(m: [[f32; 3]; 3]) -> Option<[[f32; 3]; 3]> {
     Some(std::array::from_fn(|i| {
         std::array::from_fn(|j| (c(j, i) / det) as f32)
     }))
+}
+
+impl CpuSim {
+    /// Kernel `body_begin`.
+    pub fn body_begin(&mut self) {
+        body_begin(
+            &mut self.bodies,
+            &self.body_force,
+            &self.body_torque,
+            self.params.dt,
+        );
+    }
+
+    /// Kernel `body_end`.
+    pub fn body_end(&mut self) {
+        body_end(
+            &mut self.bodies,
+            &self.body_force,
+            &self.body_torque,
+            self.params.dt,
+        );
+    }
+
+    /// Kernel `body_particles`: body particles follow their bodies.
+    pub fn body_particles(&mut self) {
+        if self.bodies.is_empty() {
+            return;
+        }
+        let bodies = &self.bodies;
+        let s = &mut self.state;
+        s.pos
+            .par_iter_mut()
+            .zip(s.vel.par_iter_mut())
+            .zip(s.angvel.par_iter_mut())
+            .zip(s.meta.par_iter().zip(s.local.par_iter()))
+            .with_min_len(MIN_LEN)
+            .for_each(|(((p, v), w), (m, l))| {
+                if m[2] != FREE {
+                    body_particle(&bodies[m[2] as usize], l, p, v, w);
+                }
+            });
+        self.check_nan();
+    }
+
+    /// Kernel `body_reduce`: every body's force and torque.
+    pub fn body_reduce(&mut self) {
+        let s = &self.state;
+        let (inv, bodies) = (&self.inv_index, &self.bodies);
+        let sums: Vec<([f32; 4], [f32; 4])> = bodies
+            .par_iter()
+            .map(|b| body_reduce(b, inv, &s.pos, &s.force, &s.torque))
+            .collect();
+        for (k, (f, t)) in sums.into_iter().enumerate() {
+            self.body_force[k] = f;
+            self.body_torque[k] = t;
+        }
+    }
 }
 
 #[cfg(test)]

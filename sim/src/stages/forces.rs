@@ -1,6 +1,7 @@
-//! The contact model, shared by every CPU kernel: a linear spring-dashpot
+//! Stage `forces`, CPU twin of `forces.wgsl`: kernel `compute_forces` and
+//! the contact model it evaluates: a linear spring-dashpot
 //! normal force and a Coulomb-capped tangential spring with history
-//! (Cundall-Strack; LIGGGHTS `hooke/history`). `sim.wgsl` has the same
+//! (Cundall-Strack; LIGGGHTS `hooke/history`). `forces.wgsl` has the same
 //! functions with the same names; keep the two in step.
 //!
 //! For particle `i` touching `j` (`n` from `j` to `i`, overlap `delta`):
@@ -16,46 +17,14 @@
 //! negation of `i`'s: the pair forces cancel to the last bit, which is what
 //! keeps momentum conserved.
 
-use super::ForceMode;
-use super::setup::{PairParams, Params, WALL_ID_BASE, WallParams};
+use std::sync::atomic::Ordering;
 
-/// A 3-vector.
-pub type V3 = [f32; 3];
+use rayon::prelude::*;
 
-#[inline(always)]
-pub(crate) fn add(a: V3, b: V3) -> V3 {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-#[inline(always)]
-pub(crate) fn sub(a: V3, b: V3) -> V3 {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-
-#[inline(always)]
-pub(crate) fn scale(a: V3, s: f32) -> V3 {
-    [a[0] * s, a[1] * s, a[2] * s]
-}
-
-#[inline(always)]
-pub(crate) fn dot(a: V3, b: V3) -> f32 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-
-#[inline(always)]
-pub(crate) fn cross(a: V3, b: V3) -> V3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
-}
-
-/// Whether any component is infinite or NaN (tested on the bits, as the GPU does).
-#[inline(always)]
-pub(crate) fn bad(a: V3) -> bool {
-    a.iter().any(|x| x.to_bits() & 0x7F80_0000 == 0x7F80_0000)
-}
+use super::common::{Params, V3, add, cross, dot, scale, sub};
+use crate::cpu::{CpuSim, MIN_LEN};
+use crate::setup::{PairParams, WALL_ID_BASE, WallParams};
+use crate::{Counter, ForceKind, ForceMode, NeighbourSink, for_each_neighbour};
 
 /// What one particle accumulates over its contacts.
 #[derive(Debug, Clone, Copy, Default)]
@@ -243,4 +212,114 @@ pub(crate) fn interact_wall(
     record(acc, f, pi[3], n, ft);
     acc.wall_touching += 1;
     store_history(mode, hist, acc, partner, xi);
+}
+
+impl CpuSim {
+    /// Kernel `compute_forces`: contact and wall forces, torques, gravity,
+    /// and the new contact history of every particle.
+    pub fn compute_forces(&mut self, kind: ForceKind) {
+        let params = self.params;
+        let mode = kind.mode(params.dt);
+        let grid = self.grid;
+        let slots = params.slots as usize;
+        let time = self.kernel_time();
+        let s = &mut self.state;
+        let (pos, vel, angvel, meta) = (&s.pos, &s.vel, &s.angvel, &s.meta);
+        let (pairs, walls) = (&self.pairs, &self.walls);
+        let (hist_count_old, hist_old) = (&self.hist_count_old, &self.hist_old);
+        let cell_start = &self.cell_start;
+        let counters = &self.counters;
+        s.force
+            .par_iter_mut()
+            .zip(s.torque.par_iter_mut())
+            .zip(s.hist.par_chunks_mut(slots))
+            .zip(s.hist_count.par_iter_mut())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .for_each(|(i, (((force, torque), hist), hist_count))| {
+                let pi = pos[i];
+                let vi = vel[i];
+                let m_i = if vi[3] > 0.0 { 1.0 / vi[3] } else { 0.0 };
+                let old = &hist_old[i * slots..i * slots + hist_count_old[i] as usize];
+                let mut acc = Acc {
+                    force: scale(
+                        [params.gravity[0], params.gravity[1], params.gravity[2]],
+                        m_i,
+                    ),
+                    ..Acc::default()
+                };
+                let mut sink = ForceSink {
+                    i,
+                    acc: &mut acc,
+                    pos,
+                    vel,
+                    angvel,
+                    meta,
+                    pairs,
+                    params: &params,
+                    mode,
+                    old,
+                    hist,
+                };
+                for_each_neighbour(&grid, cell_start, pos, i, &mut sink);
+                for (w, wall) in walls.iter().enumerate() {
+                    if vi[3] > 0.0 && time < wall.remove_at {
+                        interact_wall(
+                            w, wall, &pi, &vi, &angvel[i], meta[i][1], pairs, &params, mode, old,
+                            hist, &mut acc,
+                        );
+                    }
+                }
+                *force = [acc.force[0], acc.force[1], acc.force[2], 0.0];
+                *torque = [acc.torque[0], acc.torque[1], acc.torque[2], 0.0];
+                if mode.commit {
+                    *hist_count = acc.new_count;
+                } else {
+                    hist[..old.len()].copy_from_slice(old);
+                    *hist_count = old.len() as u32;
+                }
+                counters[Counter::Contacts as usize].fetch_add(acc.touching, Ordering::Relaxed);
+                counters[Counter::WallContacts as usize]
+                    .fetch_add(acc.wall_touching, Ordering::Relaxed);
+                if acc.overflow > 0 {
+                    counters[Counter::Overflows as usize]
+                        .fetch_add(acc.overflow, Ordering::Relaxed);
+                }
+            });
+    }
+}
+
+/// The per-particle body of `compute_forces`, called for each candidate.
+struct ForceSink<'a, 'b> {
+    i: usize,
+    acc: &'b mut Acc,
+    pos: &'a [[f32; 4]],
+    vel: &'a [[f32; 4]],
+    angvel: &'a [[f32; 4]],
+    meta: &'a [[u32; 4]],
+    pairs: &'a [PairParams],
+    params: &'a Params,
+    mode: ForceMode,
+    old: &'a [[f32; 4]],
+    hist: &'b mut [[f32; 4]],
+}
+
+impl NeighbourSink for ForceSink<'_, '_> {
+    #[inline(always)]
+    fn visit(&mut self, j: usize) {
+        interact_pair(
+            self.i,
+            j,
+            self.pos,
+            self.vel,
+            self.angvel,
+            self.meta,
+            self.pairs,
+            self.params,
+            self.mode,
+            self.old,
+            self.hist,
+            self.acc,
+        );
+    }
 }
