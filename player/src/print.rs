@@ -88,13 +88,14 @@ pub fn run_summary(out: &mut impl Write, summary: &RunSummary) -> io::Result<()>
     )?;
     writeln!(
         out,
-        "last step    {:.4e} J kinetic, max speed {:.3} m/s, {} contacts + {} on walls, max {} per cell, {} slot overflows",
+        "last step    {:.4e} J kinetic, max speed {:.3} m/s, {} contacts + {} on walls, max {} per cell, {} slot overflows, {} neighbour-list builds",
         l.kinetic_energy,
         l.max_speed,
         l.contacts,
         l.wall_contacts,
         l.max_cell_occupancy,
-        l.slot_overflows
+        l.slot_overflows,
+        l.rebuilds
     )?;
     if let Some(b) = &summary.blocks {
         let budget = if b.budget == u64::MAX {

@@ -72,6 +72,7 @@ fn headless_run_writes_stats_and_snapshots_on_both_backends() {
             "contacts",
             "max_cell_occupancy",
             "slot_overflows",
+            "rebuilds",
             "ms_per_step",
         ] {
             assert!(lines[0].get(key).is_some(), "stats line lacks {key}");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{box_scene, lattice, random_particles, setup};
 use pellet_player::gpu::{BackendChoice, Gpu};
-use pellet_player::sim::cpu::{momentum, spring_energy};
+use pellet_player::sim::cpu::momentum;
 use pellet_player::sim::{Engine, GridMode, SimError, Simulation};
 
 /// Speed of particle `id` (input order) along y.
@@ -109,7 +109,7 @@ fn energy_is_conserved_without_damping_or_friction() {
             unreachable!()
         };
         let (ke, _) = pellet_player::sim::cpu::kinetic_energy(&c.state);
-        ke + spring_energy(c)
+        ke + c.spring_energy()
     };
     let e0 = energy(&sim);
     let mut contacts = 0;

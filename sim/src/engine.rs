@@ -10,8 +10,9 @@ use pellet_formats::assets::SimState;
 use pellet_gpu::Gpu;
 
 use super::blocks::{BlockSim, BlockStats};
-use super::cpu::{CpuSim, kinetic_energy};
+use super::cpu::kinetic_energy;
 use super::gpu::GpuSim;
+use super::pairlist::PairListSim;
 use super::stages::SimShaders;
 use super::{Counter, HostState, NUM_COUNTERS, SimError, SimSetup};
 use crate::stages::bodies::BodyGpu;
@@ -21,8 +22,8 @@ use crate::stages::bodies::BodyGpu;
 pub enum Engine {
     /// wgpu compute shaders.
     Gpu(Box<GpuSim>),
-    /// The CPU twin on rayon threads.
-    Cpu(Box<CpuSim>),
+    /// The pair-list engine on rayon threads.
+    Cpu(Box<PairListSim>),
     /// State on the host, forces on the GPU block by block (scenes larger
     /// than the device budget).
     Blocks(Box<BlockSim>),
@@ -45,8 +46,12 @@ pub struct StepStats {
     pub wall_contacts: u64,
     /// Most particles under one cell key in the last step.
     pub max_cell_occupancy: u32,
-    /// Touching contacts that found no free history slot, since the start.
+    /// Touching contacts that found no free history slot, since the start
+    /// (GPU path; the CPU engine has no slots).
     pub slot_overflows: u64,
+    /// Neighbour-list builds since the start (the CPU engine rebuilds when
+    /// a particle has moved half the skin; the GPU path sorts every step).
+    pub rebuilds: u64,
     /// Wall-clock milliseconds per step since the last stats line.
     pub ms_per_step: f64,
 }
@@ -84,9 +89,9 @@ impl Simulation {
         Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
     }
 
-    /// Starts `setup` on the CPU twin.
+    /// Starts `setup` on the CPU engine (neighbour lists with a skin).
     pub fn cpu(setup: &SimSetup) -> Self {
-        let mut sim = CpuSim::new(setup);
+        let mut sim = PairListSim::new(setup);
         sim.prime();
         Self::with(Engine::Cpu(Box::new(sim)), setup)
     }
@@ -253,6 +258,10 @@ impl Simulation {
             wall_contacts: u64::from(counters[Counter::WallContacts as usize]),
             max_cell_occupancy: counters[Counter::MaxOccupancy as usize],
             slot_overflows: u64::from(counters[Counter::Overflows as usize]),
+            rebuilds: match &self.engine {
+                Engine::Cpu(c) => c.rebuilds,
+                Engine::Gpu(_) | Engine::Blocks(_) => self.steps + 1,
+            },
             ms_per_step,
         })
     }

@@ -38,6 +38,7 @@ pub mod cpu;
 pub mod engine;
 pub mod gpu;
 pub mod grid;
+pub mod pairlist;
 pub mod setup;
 pub mod stages;
 
@@ -316,6 +317,29 @@ impl HostState {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.pos.is_empty()
+    }
+
+    /// The same particles in persistent-id order (input order), so states of
+    /// engines that sort differently compare particle by particle. Contact
+    /// history is left out (its layout belongs to the engine).
+    pub fn by_id(&self) -> Self {
+        let n = self.len();
+        let mut order = vec![0usize; n];
+        for (k, m) in self.meta.iter().enumerate() {
+            order[m[0] as usize] = k;
+        }
+        let pick = |v: &[[f32; 4]]| order.iter().map(|&k| v[k]).collect::<Vec<_>>();
+        Self {
+            pos: pick(&self.pos),
+            vel: pick(&self.vel),
+            angvel: pick(&self.angvel),
+            meta: order.iter().map(|&k| self.meta[k]).collect(),
+            force: pick(&self.force),
+            torque: pick(&self.torque),
+            hist_count: vec![0; n],
+            hist: Vec::new(),
+            local: pick(&self.local),
+        }
     }
 
     /// A snapshot in input (id) order, with `bodies`.

@@ -75,8 +75,13 @@ pub struct Simulation {
     pub time_step: TimeStep,
     /// Time integrator. Default velocity Verlet.
     pub integrator: Integrator,
-    /// Contact history slots per particle (tangential springs). Default 16.
+    /// Contact history slots per particle (tangential springs) on the GPU
+    /// path. Default 16.
     pub contact_slots: u32,
+    /// Neighbour-list skin, metres: pairs closer than their radii plus the
+    /// skin are listed, and the list is rebuilt only when some particle has
+    /// moved half the skin. Default (None): a tenth of the largest diameter.
+    pub skin: Option<f32>,
     /// Simulated seconds to run headless when not told otherwise. Default 10.
     pub duration: f64,
 }
@@ -89,6 +94,7 @@ impl Default for Simulation {
             time_step: TimeStep::Auto,
             integrator: Integrator::VelocityVerlet,
             contact_slots: 16,
+            skin: None,
             duration: 10.0,
         }
     }

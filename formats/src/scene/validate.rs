@@ -27,6 +27,14 @@ impl Scene {
                 format_args!("is {}, must be between 1 and 64", sim.contact_slots),
             ));
         }
+        if let Some(skin) = sim.skin
+            && !(skin.is_finite() && skin >= 0.0)
+        {
+            return Err(ValidationError::new(
+                "simulation.skin",
+                format_args!("is {skin}, must be a distance of 0 m or more"),
+            ));
+        }
         validate::positive("simulation.duration", sim.duration)?;
         if let TimeStep::Fixed(dt) = sim.time_step {
             let steps = sim.duration / dt;

@@ -89,6 +89,9 @@ pub struct SimSetup {
     pub integrator: Integrator,
     /// Contact history slots per particle.
     pub slots: u32,
+    /// Neighbour-list skin, metres (`simulation.skin`; default a tenth of
+    /// the largest diameter).
+    pub skin: f32,
     /// Simulated seconds a headless run takes when not told a step count.
     pub duration: f64,
     /// The domain box, metres: lower corner.
@@ -392,6 +395,7 @@ impl SimSetup {
             contact_time,
             integrator: scene.simulation.integrator,
             slots,
+            skin: scene.simulation.skin.unwrap_or(0.2 * max_radius.max(0.0)),
             duration: scene.simulation.duration,
             domain_min: scene.domain.min,
             domain_max: scene.domain.max,

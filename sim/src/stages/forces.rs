@@ -56,14 +56,32 @@ pub(crate) fn contact_force(
     xi_old: V3,
     dt_hist: f32,
 ) -> (V3, V3, V3) {
-    let vn = dot(vr, n);
-    let vc = sub(vr, cross(wsum, n));
-    let vt = sub(vc, scale(n, dot(vc, n)));
     let c = if pair.damping_abs > 0.0 {
         pair.damping_abs
     } else {
         pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
     };
+    contact_force_damped(n, delta, vr, wsum, c, pair, xi_old, dt_hist)
+}
+
+/// [`contact_force`] with the normal and tangential damping coefficient `c`
+/// (N s/m) already known (the pair-list engine computes it once per pair at
+/// a build): the same arithmetic, in the same order.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn contact_force_damped(
+    n: V3,
+    delta: f32,
+    vr: V3,
+    wsum: V3,
+    c: f32,
+    pair: &PairParams,
+    xi_old: V3,
+    dt_hist: f32,
+) -> (V3, V3, V3) {
+    let vn = dot(vr, n);
+    let vc = sub(vr, cross(wsum, n));
+    let vt = sub(vc, scale(n, dot(vc, n)));
     let fn_mag = pair.kn * delta - c * vn;
     let xi_rot = sub(xi_old, scale(n, dot(xi_old, n)));
     let mut xi = add(xi_rot, scale(vt, dt_hist));

@@ -1,0 +1,392 @@
+//! The neighbour-list build: particles sorted by cell, the half pair list
+//! with its per-pair constants, the wall lists, the slabs, and the contact
+//! history carried over from the last list by persistent ids.
+
+use rayon::prelude::*;
+
+use super::{MIN_LEN, PairListSim};
+use crate::setup::{FREE, SimSetup};
+
+/// Cell coordinates are clamped to `1..=COORD_MAX` (21 bits each, so that
+/// three make a `u64` key and a neighbour's coordinate never underflows).
+const COORD_MAX: i64 = (1 << 21) - 2;
+
+/// Slabs aimed at per build: enough for two phases to balance on any
+/// thread count this runs on, independent of it.
+const TARGET_SLABS: usize = 64;
+
+/// The half pair list (CSR by the first particle, in sorted order) and what
+/// the build left for the steps until the next one.
+#[derive(Debug, Clone, Default)]
+pub struct NeighbourList {
+    /// Cell edge, metres (`2 r_max + skin`).
+    pub cell_size: f32,
+    origin: [f32; 3],
+    /// Axes in key order, major first.
+    axes: [usize; 3],
+    /// Pairs of particle `i` are `row[i]..row[i + 1]`.
+    pub row: Vec<u32>,
+    /// Second particle of each pair (`j > i`).
+    pub partner: Vec<u32>,
+    /// Index of the pair's material pair in the pair table.
+    pub material_pair: Vec<u32>,
+    /// Normal (and tangential) damping coefficient of the pair, N s/m.
+    pub damping: Vec<f32>,
+    /// Tangential spring of each pair as the first particle sees it, m
+    /// (zero while the pair does not touch).
+    pub spring: Vec<[f32; 3]>,
+    /// First particle of each slab, and `n` at the end.
+    pub slab_start: Vec<u32>,
+    /// Most particles in one cell at the build.
+    pub max_occupancy: u32,
+}
+
+/// Wall contacts within reach of each particle (CSR by particle).
+#[derive(Debug, Clone, Default)]
+pub struct WallList {
+    /// Walls of particle `i` are `row[i]..row[i + 1]`.
+    pub row: Vec<u32>,
+    /// Wall index.
+    pub wall: Vec<u32>,
+    /// Damping coefficient with that wall, N s/m.
+    pub damping: Vec<f32>,
+    /// Tangential spring, m (zero while not touching).
+    pub spring: Vec<[f32; 3]>,
+}
+
+impl NeighbourList {
+    /// An empty list whose cells suit `setup`.
+    pub fn new(setup: &SimSetup) -> Self {
+        let r_max = setup
+            .particles
+            .pos
+            .iter()
+            .map(|p| p[3])
+            .fold(0.0f32, f32::max);
+        let cell_size = (2.0 * r_max + setup.skin.max(0.0)).max(f32::MIN_POSITIVE);
+        // The longest axis of the domain is the major one: the most slabs.
+        let extent: [f32; 3] = std::array::from_fn(|a| setup.domain_max[a] - setup.domain_min[a]);
+        let mut axes = [2, 1, 0];
+        axes.sort_by(|&a, &b| extent[b].total_cmp(&extent[a]).then(b.cmp(&a)));
+        Self {
+            cell_size,
+            origin: setup.domain_min,
+            axes,
+            ..Self::default()
+        }
+    }
+
+    /// Cell coordinates (major, middle, minor) of a position.
+    #[inline]
+    fn coords(&self, p: &[f32; 4]) -> [i64; 3] {
+        let inv = 1.0 / self.cell_size;
+        self.axes.map(|a| {
+            let c = ((p[a] - self.origin[a]) * inv).floor();
+            // NaN and huge values clamp to the edge cells (caught by the
+            // non-finite and escape checks, never by an overflow here).
+            if c.is_nan() {
+                1
+            } else {
+                (c as i64).saturating_add(1).clamp(1, COORD_MAX)
+            }
+        })
+    }
+
+    /// Number of listed pairs.
+    pub fn len(&self) -> usize {
+        self.partner.len()
+    }
+
+    /// Whether no pairs are listed.
+    pub fn is_empty(&self) -> bool {
+        self.partner.is_empty()
+    }
+}
+
+#[inline]
+fn key(c: [i64; 3]) -> u64 {
+    ((c[0] as u64) << 42) | ((c[1] as u64) << 21) | c[2] as u64
+}
+
+/// One pair at the build: `(i, j, material pair, damping, spring)`.
+type ListedPair = (u32, u32, u32, f32, [f32; 3]);
+
+/// Springs of the old list, grouped by the lower persistent id of each
+/// pair: `(higher id, spring as the lower id sees it)`.
+struct CarriedSprings {
+    start: Vec<u32>,
+    entries: Vec<(u32, [f32; 3])>,
+}
+
+impl CarriedSprings {
+    /// Groups `(owner id, other id, spring as the owner sees it)`.
+    fn new(n_ids: usize, springs: Vec<(u32, u32, [f32; 3])>) -> Self {
+        let mut start = vec![0u32; n_ids + 1];
+        for &(a, _, _) in &springs {
+            start[a as usize + 1] += 1;
+        }
+        for k in 0..n_ids {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut entries = vec![(0, [0.0; 3]); springs.len()];
+        for (a, b, s) in springs {
+            let slot = &mut fill[a as usize];
+            entries[*slot as usize] = (b, s);
+            *slot += 1;
+        }
+        Self { start, entries }
+    }
+
+    /// The spring `owner` had with `other`, as `owner` sees it.
+    #[inline]
+    fn find(&self, owner: u32, other: u32) -> Option<[f32; 3]> {
+        let (a, b) = (
+            self.start[owner as usize] as usize,
+            self.start[owner as usize + 1] as usize,
+        );
+        self.entries[a..b]
+            .iter()
+            .find(|(o, _)| *o == other)
+            .map(|&(_, s)| s)
+    }
+
+    /// The spring between particles `a` and `b`, as `a` sees it.
+    #[inline]
+    fn between(&self, a: u32, b: u32) -> [f32; 3] {
+        if a < b {
+            self.find(a, b).unwrap_or([0.0; 3])
+        } else {
+            self.find(b, a).map_or([0.0; 3], |s| s.map(|x| -x))
+        }
+    }
+}
+
+fn nonzero(s: &[f32; 3]) -> bool {
+    s.iter().any(|&x| x != 0.0)
+}
+
+impl PairListSim {
+    /// Sorts the particles by cell and builds the pair and wall lists,
+    /// carrying every stretched spring over by persistent ids.
+    pub fn rebuild(&mut self) {
+        let n = self.state.len();
+        let ids = |meta: &[[u32; 4]]| -> Vec<u32> { meta.iter().map(|m| m[0]).collect() };
+
+        // Springs of the old lists, by persistent id.
+        let old_ids = ids(&self.state.meta);
+        let mut springs = Vec::new();
+        for i in 0..self.list.row.len().saturating_sub(1) {
+            for k in self.list.row[i] as usize..self.list.row[i + 1] as usize {
+                let s = self.list.spring[k];
+                if nonzero(&s) {
+                    let (a, b) = (old_ids[i], old_ids[self.list.partner[k] as usize]);
+                    springs.push(if a < b {
+                        (a, b, s)
+                    } else {
+                        (b, a, s.map(|x| -x))
+                    });
+                }
+            }
+        }
+        let carried = CarriedSprings::new(n, springs);
+        let mut wall_springs = Vec::new();
+        for i in 0..self.wall_list.row.len().saturating_sub(1) {
+            for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
+                let s = self.wall_list.spring[k];
+                if nonzero(&s) {
+                    wall_springs.push((old_ids[i], self.wall_list.wall[k], s));
+                }
+            }
+        }
+        let carried_walls = CarriedSprings::new(n, wall_springs);
+
+        // Sort by cell (major axis first), then by id: the order depends on
+        // the positions only.
+        let list = &self.list;
+        let mut order: Vec<(u64, u32, u32)> = self
+            .state
+            .pos
+            .par_iter()
+            .zip(self.state.meta.par_iter())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .map(|(k, (p, m))| (key(list.coords(p)), m[0], k as u32))
+            .collect();
+        order.par_sort_unstable();
+        let idx: Vec<u32> = order.iter().map(|o| o.2).collect();
+        let s = &mut self.state;
+        let permute = |v: &mut Vec<[f32; 4]>| *v = idx.iter().map(|&k| v[k as usize]).collect();
+        permute(&mut s.pos);
+        permute(&mut s.vel);
+        permute(&mut s.angvel);
+        permute(&mut s.force);
+        permute(&mut s.torque);
+        permute(&mut s.local);
+        s.meta = idx.iter().map(|&k| s.meta[k as usize]).collect();
+        s.hist_count = vec![0; n];
+        for (k, m) in s.meta.iter().enumerate() {
+            self.inv_index[m[0] as usize] = k as u32;
+        }
+
+        // Occupied cells: their keys and first particles.
+        let mut cell_key = Vec::new();
+        let mut cell_start = Vec::new();
+        for (k, o) in order.iter().enumerate() {
+            if cell_key.last() != Some(&o.0) {
+                cell_key.push(o.0);
+                cell_start.push(k as u32);
+            }
+        }
+        cell_start.push(n as u32);
+        let max_occupancy = cell_start
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0);
+
+        // Slabs: whole layers of the major axis, about n / TARGET_SLABS
+        // particles each.
+        let target = n.div_ceil(TARGET_SLABS).max(1);
+        let mut slab_start = vec![0u32];
+        let mut layer = cell_key.first().map(|k| k >> 42);
+        for (c, &k) in cell_key.iter().enumerate() {
+            if Some(k >> 42) != layer {
+                layer = Some(k >> 42);
+                let first = cell_start[c];
+                if (first - slab_start[slab_start.len() - 1]) as usize >= target {
+                    slab_start.push(first);
+                }
+            }
+        }
+        slab_start.push(n as u32);
+
+        // The half pair list: for each particle, every later particle in
+        // its own cell and in the 13 cells after it in key order.
+        let skin = self.skin;
+        let pos = &s.pos;
+        let vel = &s.vel;
+        let meta = &s.meta;
+        let m = self.params.material_count;
+        let table = &self.pairs;
+        let cells: Vec<usize> = (0..cell_key.len()).collect();
+        let find = |k: u64| cell_key.partition_point(|&x| x < k);
+        let rows: Vec<Vec<ListedPair>> = cells
+            .par_iter()
+            .with_min_len(64)
+            .map(|&c| {
+                let k = cell_key[c];
+                let (a, b, cc) = (
+                    (k >> 42) as i64,
+                    ((k >> 21) & 0x1F_FFFF) as i64,
+                    (k & 0x1F_FFFF) as i64,
+                );
+                // Key ranges of the half shell, in key order.
+                let ranges = [
+                    (key([a, b, cc + 1]), key([a, b, cc + 1])),
+                    (key([a, b + 1, cc - 1]), key([a, b + 1, cc + 1])),
+                    (key([a + 1, b - 1, cc - 1]), key([a + 1, b - 1, cc + 1])),
+                    (key([a + 1, b, cc - 1]), key([a + 1, b, cc + 1])),
+                    (key([a + 1, b + 1, cc - 1]), key([a + 1, b + 1, cc + 1])),
+                ];
+                let spans: Vec<(usize, usize)> = ranges
+                    .iter()
+                    .map(|&(lo, hi)| {
+                        let (x, y) = (find(lo), find(hi + 1));
+                        (cell_start[x] as usize, cell_start[y] as usize)
+                    })
+                    .collect();
+                let (first, end) = (cell_start[c] as usize, cell_start[c + 1] as usize);
+                let mut out = Vec::new();
+                for i in first..end {
+                    let (pi, vi, mi) = (pos[i], vel[i], meta[i]);
+                    let own = std::iter::once((i + 1, end));
+                    for (j0, j1) in own.chain(spans.iter().copied()) {
+                        for j in j0..j1 {
+                            let (pj, vj, mj) = (pos[j], vel[j], meta[j]);
+                            let reach = pi[3] + pj[3] + skin;
+                            let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+                            if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= reach * reach {
+                                continue;
+                            }
+                            if mi[2] != FREE && mi[2] == mj[2] {
+                                continue; // one rigid body
+                            }
+                            if vi[3] + vj[3] == 0.0 {
+                                continue; // two immovable particles
+                            }
+                            let pp = mi[1] * m + mj[1];
+                            let pair = &table[pp as usize];
+                            let m_eff = 1.0 / (vi[3] + vj[3]);
+                            let damping = if pair.damping_abs > 0.0 {
+                                pair.damping_abs
+                            } else {
+                                pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
+                            };
+                            let spring = carried.between(mi[0], mj[0]);
+                            out.push((i as u32, j as u32, pp, damping, spring));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        let total: usize = rows.iter().map(Vec::len).sum();
+        let list = &mut self.list;
+        list.row.clear();
+        list.row.resize(n + 1, 0);
+        list.partner.clear();
+        list.material_pair.clear();
+        list.damping.clear();
+        list.spring.clear();
+        list.partner.reserve(total);
+        for (i, j, pp, damping, spring) in rows.into_iter().flatten() {
+            list.row[i as usize + 1] += 1;
+            list.partner.push(j);
+            list.material_pair.push(pp);
+            list.damping.push(damping);
+            list.spring.push(spring);
+        }
+        for i in 0..n {
+            list.row[i + 1] += list.row[i];
+        }
+        list.slab_start = slab_start;
+        list.max_occupancy = max_occupancy;
+
+        // Walls within reach of each movable particle.
+        let walls = &self.walls;
+        let wl = &mut self.wall_list;
+        wl.row.clear();
+        wl.row.push(0);
+        wl.wall.clear();
+        wl.damping.clear();
+        wl.spring.clear();
+        for i in 0..n {
+            let (p, v, mi) = (pos[i], vel[i], meta[i]);
+            if v[3] > 0.0 {
+                for (w, wall) in walls.iter().enumerate() {
+                    let dist =
+                        wall.normal[0] * p[0] + wall.normal[1] * p[1] + wall.normal[2] * p[2]
+                            - wall.offset;
+                    if dist < p[3] + skin {
+                        let pair = &table[(mi[1] * m + wall.material) as usize];
+                        let damping = if pair.damping_abs > 0.0 {
+                            pair.damping_abs
+                        } else {
+                            pair.damping_ratio2 * ((1.0 / v[3]) * pair.kn).sqrt()
+                        };
+                        wl.wall.push(w as u32);
+                        wl.damping.push(damping);
+                        wl.spring
+                            .push(carried_walls.find(mi[0], w as u32).unwrap_or([0.0; 3]));
+                    }
+                }
+            }
+            wl.row.push(wl.wall.len() as u32);
+        }
+
+        self.x_ref = pos.iter().map(|p| [p[0], p[1], p[2]]).collect();
+        self.max_disp2 = 0.0;
+        self.rebuilds += 1;
+    }
+}

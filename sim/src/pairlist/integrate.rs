@@ -1,0 +1,386 @@
+//! Integration on the pair-list engine: velocity Verlet with the closing
+//! half kick of one step and the opening kick and drift of the next fused
+//! into one pass (with the non-finite, escape and displacement checks), RK2,
+//! and the rigid bodies.
+
+use rayon::prelude::*;
+
+use super::{MIN_LEN, PairListSim};
+use crate::setup::{FREE, escaped_face};
+use crate::stages::bodies::{body_begin, body_end, body_particle, body_reduce};
+
+/// `v.xyz += f.xyz * (v.w * h)` (velocity and angular velocity kicks).
+#[inline(always)]
+fn kick(v: &mut [f32; 4], f: &[f32; 4], h: f32) {
+    let s = v[3] * h;
+    for a in 0..3 {
+        v[a] += f[a] * s;
+    }
+}
+
+/// Whether any of the nine components is infinite or NaN (on the bits, as
+/// the kernels test it), without branches.
+#[inline(always)]
+fn nonfinite(p: &[f32; 4], v: &[f32; 4], w: &[f32; 4]) -> bool {
+    const EXP: u32 = 0x7F80_0000;
+    let mut any = false;
+    for a in 0..3 {
+        any |= (p[a].to_bits() & EXP == EXP)
+            | (v[a].to_bits() & EXP == EXP)
+            | (w[a].to_bits() & EXP == EXP);
+    }
+    any
+}
+
+/// The escape test of `escaped_face` with open faces at infinity, branch-free.
+#[derive(Debug, Clone, Copy)]
+struct EscapeLimits {
+    lo: [f32; 3],
+    hi: [f32; 3],
+}
+
+impl EscapeLimits {
+    fn new(p: &crate::stages::common::Params) -> Self {
+        let closed = |bit: u32| p.closed_faces & (1 << bit) != 0;
+        Self {
+            lo: std::array::from_fn(|a| {
+                if closed(2 * a as u32) {
+                    p.domain_min[a]
+                } else {
+                    f32::NEG_INFINITY
+                }
+            }),
+            hi: std::array::from_fn(|a| {
+                if closed(2 * a as u32 + 1) {
+                    p.domain_max[a]
+                } else {
+                    f32::INFINITY
+                }
+            }),
+        }
+    }
+
+    /// Whether the centre lies more than the radius beyond a closed face.
+    #[inline(always)]
+    fn escaped(&self, x: &[f32; 4]) -> bool {
+        let mut out = false;
+        for a in 0..3 {
+            out |= (x[a] < self.lo[a] - x[3]) | (x[a] > self.hi[a] + x[3]);
+        }
+        out
+    }
+}
+
+#[inline(always)]
+fn disp2(p: &[f32; 4], r: &[f32; 3]) -> f32 {
+    let d = [p[0] - r[0], p[1] - r[1], p[2] - r[2]];
+    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+}
+
+/// What one pass found: the lowest id of a non-finite particle after the
+/// closing kick and after the opening drift, of an escaped one after the
+/// drift, and the largest squared displacement since the last build.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    nan_close: u32,
+    nan_open: u32,
+    escaped: u32,
+    disp2: f32,
+}
+
+impl Found {
+    const NONE: Self = Self {
+        nan_close: u32::MAX,
+        nan_open: u32::MAX,
+        escaped: u32::MAX,
+        disp2: 0.0,
+    };
+
+    fn merge(self, o: Self) -> Self {
+        Self {
+            nan_close: self.nan_close.min(o.nan_close),
+            nan_open: self.nan_open.min(o.nan_open),
+            escaped: self.escaped.min(o.escaped),
+            // A NaN position is reported and stops the run.
+            disp2: self.disp2.max(o.disp2),
+        }
+    }
+}
+
+impl PairListSim {
+    /// One pass over the free particles: `close` the step with a half kick,
+    /// then `open` the next one with a half kick and a drift. Branch-free
+    /// checks, in blocks of [`MIN_LEN`] particles.
+    fn verlet_pass(&mut self, close: bool, open: bool) {
+        let (h, dt) = (0.5 * self.params.dt, self.params.dt);
+        let limits = EscapeLimits::new(&self.params);
+        let s = &mut self.state;
+        let (force, torque, meta) = (&s.force, &s.torque, &s.meta);
+        let x_ref = &self.x_ref;
+        let found = s
+            .pos
+            .par_chunks_mut(MIN_LEN)
+            .zip(s.vel.par_chunks_mut(MIN_LEN))
+            .zip(s.angvel.par_chunks_mut(MIN_LEN))
+            .enumerate()
+            .map(|(block, ((xs, vs), ws))| {
+                let base = block * MIN_LEN;
+                let mut acc = Found::NONE;
+                for (k, ((x, v), w)) in xs
+                    .iter_mut()
+                    .zip(vs.iter_mut())
+                    .zip(ws.iter_mut())
+                    .enumerate()
+                {
+                    let i = base + k;
+                    let m = &meta[i];
+                    if m[2] != FREE {
+                        continue;
+                    }
+                    let (f, t) = (&force[i], &torque[i]);
+                    if close {
+                        kick(v, f, h);
+                        kick(w, t, h);
+                        if nonfinite(x, v, w) {
+                            acc.nan_close = acc.nan_close.min(m[0]);
+                        }
+                    }
+                    if open {
+                        kick(v, f, h);
+                        kick(w, t, h);
+                        for a in 0..3 {
+                            x[a] += v[a] * dt;
+                        }
+                        if nonfinite(x, v, w) {
+                            acc.nan_open = acc.nan_open.min(m[0]);
+                        }
+                        if limits.escaped(x) {
+                            acc.escaped = acc.escaped.min(m[0]);
+                        }
+                        acc.disp2 = acc.disp2.max(disp2(x, &x_ref[i]));
+                    }
+                }
+                acc
+            })
+            .reduce(|| Found::NONE, Found::merge);
+        // The closing kick belongs to the step being finished, the opening
+        // one to the next: `self.step` counts the steps already taken.
+        let (close_step, open_step) = if close {
+            (self.step, self.step + 1)
+        } else {
+            (self.step, self.step)
+        };
+        if found.nan_close != u32::MAX {
+            self.report(true, close_step, found.nan_close);
+        }
+        if found.nan_open != u32::MAX {
+            self.report(true, open_step, found.nan_open);
+        }
+        if found.escaped != u32::MAX {
+            self.report(false, open_step, found.escaped);
+        }
+        if open {
+            self.max_disp2 = self.max_disp2.max(found.disp2);
+        }
+    }
+
+    /// Opens a step: half kick with the last forces, then drift.
+    pub(super) fn verlet_open(&mut self) {
+        self.verlet_pass(false, true);
+    }
+
+    /// Closes a step: the second half kick with the new forces.
+    pub(super) fn verlet_close(&mut self) {
+        self.verlet_pass(true, false);
+    }
+
+    /// Closes this step and opens the next in one pass.
+    pub(super) fn verlet_close_open(&mut self) {
+        self.verlet_pass(true, true);
+    }
+
+    /// The largest displacement since the last build, over every particle
+    /// (RK2 moves them outside the fused pass).
+    pub fn update_max_displacement(&mut self) {
+        let d = self
+            .state
+            .pos
+            .par_iter()
+            .zip(self.x_ref.par_iter())
+            .with_min_len(MIN_LEN)
+            .map(|(x, r)| Found {
+                disp2: disp2(x, r),
+                ..Found::NONE
+            })
+            .reduce(|| Found::NONE, Found::merge);
+        self.max_disp2 = Found {
+            disp2: self.max_disp2,
+            ..Found::NONE
+        }
+        .merge(d)
+        .disp2;
+    }
+
+    /// The non-finite and escape checks over every particle, at this step.
+    fn check_all(&self) {
+        let s = &self.state;
+        let p = &self.params;
+        let found = (0..s.len())
+            .into_par_iter()
+            .with_min_len(MIN_LEN)
+            .map(|i| {
+                let id = s.meta[i][0];
+                let mut f = Found::NONE;
+                if nonfinite(&s.pos[i], &s.vel[i], &s.angvel[i]) {
+                    f.nan_close = id;
+                }
+                if escaped_face(s.pos[i], p.domain_min, p.domain_max, p.closed_faces).is_some() {
+                    f.escaped = id;
+                }
+                f
+            })
+            .reduce(|| Found::NONE, Found::merge);
+        if found.nan_close != u32::MAX {
+            self.report(true, self.step, found.nan_close);
+        }
+        if found.escaped != u32::MAX {
+            self.report(false, self.step, found.escaped);
+        }
+    }
+
+    /// RK2: saves the start of the step, moves to the midpoint.
+    pub(super) fn rk2_mid(&mut self) {
+        let half = 0.5 * self.params.dt;
+        let s = &mut self.state;
+        self.pos0.clone_from(&s.pos);
+        self.vel0.clone_from(&s.vel);
+        self.angvel0.clone_from(&s.angvel);
+        s.pos
+            .par_iter_mut()
+            .zip(s.vel.par_iter_mut())
+            .zip(s.angvel.par_iter_mut())
+            .zip(s.force.par_iter().zip(s.torque.par_iter()))
+            .with_min_len(MIN_LEN)
+            .for_each(|(((p, v), w), (f, t))| {
+                for a in 0..3 {
+                    p[a] += v[a] * half;
+                }
+                kick(v, f, half);
+                kick(w, t, half);
+            });
+        self.check_all();
+    }
+
+    /// RK2: the full step from the start with the midpoint rates.
+    pub(super) fn rk2_end(&mut self) {
+        let dt = self.params.dt;
+        let s = &mut self.state;
+        s.pos
+            .par_iter_mut()
+            .zip(s.vel.par_iter_mut())
+            .zip(s.angvel.par_iter_mut())
+            .zip(self.pos0.par_iter().zip(self.vel0.par_iter()))
+            .zip(self.angvel0.par_iter())
+            .zip(s.force.par_iter().zip(s.torque.par_iter()))
+            .with_min_len(MIN_LEN)
+            .for_each(|(((((p, v), w), (p0, v0)), w0), (f, t))| {
+                for a in 0..3 {
+                    p[a] = p0[a] + v[a] * dt;
+                }
+                let (vm, wm) = (v[3], w[3]);
+                for a in 0..3 {
+                    v[a] = v0[a] + f[a] * (vm * dt);
+                    w[a] = w0[a] + t[a] * (wm * dt);
+                }
+            });
+        self.check_all();
+    }
+
+    /// Kernel `body_begin`: half kick and drift of every body.
+    pub(super) fn body_begin(&mut self) {
+        body_begin(
+            &mut self.bodies,
+            &self.body_force,
+            &self.body_torque,
+            self.params.dt,
+        );
+    }
+
+    /// Kernel `body_end`: the closing half kick of every body.
+    pub(super) fn body_end(&mut self) {
+        body_end(
+            &mut self.bodies,
+            &self.body_force,
+            &self.body_torque,
+            self.params.dt,
+        );
+    }
+
+    /// Kernel `body_particles`: body particles follow their bodies. After a
+    /// `body_begin` their displacement counts for the next rebuild.
+    pub(super) fn body_particles(&mut self, track_displacement: bool) {
+        let bodies = &self.bodies;
+        let p = self.params;
+        let s = &mut self.state;
+        let found = s
+            .pos
+            .par_iter_mut()
+            .zip(s.vel.par_iter_mut())
+            .zip(s.angvel.par_iter_mut())
+            .zip(s.meta.par_iter().zip(s.local.par_iter()))
+            .zip(self.x_ref.par_iter())
+            .with_min_len(MIN_LEN)
+            .fold(
+                || Found::NONE,
+                |mut acc, ((((x, v), w), (m, l)), r)| {
+                    if m[2] == FREE {
+                        return acc;
+                    }
+                    body_particle(&bodies[m[2] as usize], l, x, v, w);
+                    if nonfinite(x, v, w) {
+                        acc.nan_close = acc.nan_close.min(m[0]);
+                    }
+                    if escaped_face(*x, p.domain_min, p.domain_max, p.closed_faces).is_some() {
+                        acc.escaped = acc.escaped.min(m[0]);
+                    }
+                    if track_displacement {
+                        acc = acc.merge(Found {
+                            disp2: disp2(x, r),
+                            ..Found::NONE
+                        });
+                    }
+                    acc
+                },
+            )
+            .reduce(|| Found::NONE, Found::merge);
+        if found.nan_close != u32::MAX {
+            self.report(true, self.step, found.nan_close);
+        }
+        if found.escaped != u32::MAX {
+            self.report(false, self.step, found.escaped);
+        }
+        if track_displacement {
+            self.max_disp2 = Found {
+                disp2: self.max_disp2,
+                ..Found::NONE
+            }
+            .merge(found)
+            .disp2;
+        }
+    }
+
+    /// Kernel `body_reduce`: every body's force and torque, summed in the
+    /// fixed order of the body kernels.
+    pub(super) fn body_reduce(&mut self) {
+        let s = &self.state;
+        let (inv, bodies) = (&self.inv_index, &self.bodies);
+        let sums: Vec<([f32; 4], [f32; 4])> = bodies
+            .par_iter()
+            .map(|b| body_reduce(b, inv, &s.pos, &s.force, &s.torque))
+            .collect();
+        for (k, (f, t)) in sums.into_iter().enumerate() {
+            self.body_force[k] = f;
+            self.body_torque[k] = t;
+        }
+    }
+}

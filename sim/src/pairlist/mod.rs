@@ -1,0 +1,289 @@
+//! [`PairListSim`]: the CPU engine (`--backend cpu`). The same contact
+//! model, integrators and rigid bodies as the GPU kernels, organised as
+//! LIGGGHTS organises its step:
+//!
+//! - **a neighbour list with a skin** (`build.rs`): particles are sorted by
+//!   cells of edge `d_max + skin` only at a rebuild, and every pair closer
+//!   than `r_i + r_j + skin` is listed once (a half list: `j > i` in the
+//!   sorted order). The list is rebuilt only when the largest displacement
+//!   since the last build exceeds half the skin, so no contact can be missed
+//!   in between (two particles each moving less than `skin / 2` close their
+//!   gap by less than `skin`). The maximum does not depend on thread order,
+//!   so the decision is deterministic.
+//! - **per-pair history** (`forces.rs`): each list entry carries its own
+//!   tangential spring; there is no slot search and no cap. At a rebuild the
+//!   springs of touching pairs move to the new list by persistent particle
+//!   ids (as LIGGGHTS `fix contact/history` does).
+//! - **Newton's third law, deterministically**: each pair's force is
+//!   computed once and applied to both particles. The sorted particles are
+//!   cut into slabs of whole cell layers along the major axis (independent
+//!   of the thread count); a pair reaches at most the next slab, so the even
+//!   slabs run in parallel, then the odd ones, each writing only its own two
+//!   slabs. Every sum happens in an order fixed by the list: results are
+//!   bit-identical across reruns and across thread counts.
+//! - **work done once**: pair constants (the material pair and the damping
+//!   coefficient from the effective mass) at the build; per-particle wall
+//!   lists of the walls within reach; pairs within one rigid body and pairs
+//!   of two immovable particles left out at the build; the closing half
+//!   kick of one step, the opening kick and drift of the next, the
+//!   non-finite check and the displacement check in one pass
+//!   (`integrate.rs`).
+//!
+//! Against the GPU kernels (and their stage-by-stage CPU twin
+//! [`CpuSim`](crate::cpu::CpuSim)) the physics is the same to rounding: the
+//! forces on a particle are summed in another order.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use pellet_formats::scene::Integrator;
+
+use crate::setup::{PairParams, SimSetup, WallParams};
+use crate::stages::common::{BodyGpu, Params};
+use crate::{Counter, ForceKind, HostState, NUM_COUNTERS};
+
+mod build;
+mod forces;
+mod integrate;
+
+pub use build::{NeighbourList, WallList};
+
+/// Particles per rayon task in the per-particle passes.
+const MIN_LEN: usize = 2048;
+
+/// The CPU engine's state: particles in the order of the last build.
+#[derive(Debug)]
+pub struct PairListSim {
+    /// Constant parameters (as the GPU kernels read them).
+    pub params: Params,
+    /// Material pair table, `material_count^2`.
+    pub pairs: Vec<PairParams>,
+    /// Walls.
+    pub walls: Vec<WallParams>,
+    /// Rigid bodies.
+    pub bodies: Vec<BodyGpu>,
+    /// Force on each body (sum over its particles), N.
+    pub body_force: Vec<[f32; 4]>,
+    /// Torque on each body about its centre of mass, N m.
+    pub body_torque: Vec<[f32; 4]>,
+    /// Current index of each particle id.
+    pub inv_index: Vec<u32>,
+    /// Particle state in the current (cell-sorted) order; no history slots.
+    pub state: HostState,
+    /// Statistics and error counters (see [`Counter`]).
+    pub counters: [AtomicU32; NUM_COUNTERS],
+    /// Steps taken.
+    pub step: u32,
+    /// Time integrator.
+    pub integrator: Integrator,
+    /// Neighbour-list skin, metres.
+    pub skin: f32,
+    /// The pair list and its cells.
+    pub list: NeighbourList,
+    /// Wall contacts within reach of each particle.
+    pub wall_list: WallList,
+    /// Neighbour-list builds so far (the first one included).
+    pub rebuilds: u64,
+    /// Positions at the last build.
+    x_ref: Vec<[f32; 3]>,
+    /// Largest squared displacement from `x_ref` seen since the last build, m^2.
+    max_disp2: f32,
+    /// RK2 start-of-step copies.
+    pos0: Vec<[f32; 4]>,
+    vel0: Vec<[f32; 4]>,
+    angvel0: Vec<[f32; 4]>,
+}
+
+impl PairListSim {
+    /// The engine for `setup`, particles in input order (sorted at the first build).
+    pub fn new(setup: &SimSetup) -> Self {
+        let params = setup.params();
+        let n = setup.particles.len();
+        let sim = Self {
+            params,
+            pairs: setup.pairs.clone(),
+            walls: setup.walls.clone(),
+            bodies: setup.bodies.clone(),
+            body_force: vec![[0.0; 4]; setup.bodies.len()],
+            body_torque: vec![[0.0; 4]; setup.bodies.len()],
+            inv_index: (0..n as u32).collect(),
+            state: HostState::new(&setup.particles, 0),
+            counters: std::array::from_fn(|_| AtomicU32::new(0)),
+            step: 0,
+            integrator: setup.integrator,
+            skin: setup.skin.max(0.0),
+            list: NeighbourList::new(setup),
+            wall_list: WallList::default(),
+            rebuilds: 0,
+            x_ref: Vec::new(),
+            max_disp2: f32::INFINITY,
+            pos0: Vec::new(),
+            vel0: Vec::new(),
+            angvel0: Vec::new(),
+        };
+        for c in [
+            Counter::NanStep,
+            Counter::NanId,
+            Counter::EscapeStep,
+            Counter::EscapeId,
+        ] {
+            sim.counters[c as usize].store(u32::MAX, Ordering::Relaxed);
+        }
+        sim
+    }
+
+    /// Current simulated time, seconds (`f32(step) * dt`, as the kernels see it).
+    pub fn kernel_time(&self) -> f32 {
+        self.step as f32 * self.params.dt
+    }
+
+    /// Counter value.
+    pub fn counter(&self, c: Counter) -> u32 {
+        self.counters[c as usize].load(Ordering::Relaxed)
+    }
+
+    /// Builds the first list and evaluates the first forces (velocity
+    /// Verlet needs them before its first half kick).
+    pub fn prime(&mut self) {
+        self.rebuild();
+        self.compute_forces(ForceKind::Prime);
+        self.body_reduce();
+    }
+
+    /// The largest displacement of any particle since the last build that
+    /// the engine has seen, metres (infinite before the first build).
+    pub fn max_displacement(&self) -> f32 {
+        self.max_disp2.sqrt()
+    }
+
+    /// Whether the next force evaluation rebuilds the list: some particle
+    /// has moved more than half the skin since the last build.
+    pub fn needs_rebuild(&self) -> bool {
+        let half = 0.5 * self.skin;
+        // NaN (a non-finite particle) rebuilds too.
+        self.max_disp2.is_nan() || self.max_disp2 > half * half
+    }
+
+    /// Rebuilds the list when [`PairListSim::needs_rebuild`].
+    fn rebuild_if_needed(&mut self) {
+        if self.needs_rebuild() {
+            self.rebuild();
+        }
+    }
+
+    /// Takes `steps` whole steps.
+    pub fn advance(&mut self, steps: u32) {
+        match self.integrator {
+            Integrator::VelocityVerlet => self.advance_verlet(steps),
+            Integrator::Rk2 => {
+                for _ in 0..steps {
+                    self.clear_step_counters();
+                    self.update_max_displacement();
+                    self.rebuild_if_needed();
+                    self.compute_forces(ForceKind::Trial);
+                    self.rk2_mid();
+                    self.update_max_displacement();
+                    self.rebuild_if_needed();
+                    self.compute_forces(ForceKind::Commit);
+                    self.rk2_end();
+                    self.step += 1;
+                }
+            }
+        }
+    }
+
+    /// Velocity Verlet: the closing half kick of one step and the opening
+    /// kick and drift of the next are one pass over the particles.
+    fn advance_verlet(&mut self, steps: u32) {
+        for s in 0..steps {
+            self.clear_step_counters();
+            if s == 0 {
+                self.verlet_open();
+            }
+            if !self.bodies.is_empty() {
+                self.body_begin();
+                self.body_particles(true);
+            }
+            self.rebuild_if_needed();
+            self.compute_forces(ForceKind::Commit);
+            if s + 1 == steps {
+                self.verlet_close();
+            } else {
+                self.verlet_close_open();
+            }
+            if !self.bodies.is_empty() {
+                self.body_reduce();
+                self.body_end();
+                self.body_particles(false);
+            }
+            self.step += 1;
+        }
+    }
+
+    /// Resets the per-step counters.
+    fn clear_step_counters(&self) {
+        for c in [
+            Counter::Contacts,
+            Counter::WallContacts,
+            Counter::MaxOccupancy,
+        ] {
+            self.counters[c as usize].store(0, Ordering::Relaxed);
+        }
+        self.counters[Counter::MaxOccupancy as usize]
+            .store(self.list.max_occupancy, Ordering::Relaxed);
+    }
+
+    /// Records a non-finite value (`nan`) or an escape at `step` for the
+    /// particle with the lowest id among those found, as the kernels'
+    /// `check_finite` does.
+    fn report(&self, nan: bool, step: u32, id: u32) {
+        let (step_counter, id_counter) = if nan {
+            (Counter::NanStep, Counter::NanId)
+        } else {
+            (Counter::EscapeStep, Counter::EscapeId)
+        };
+        let prev = self.counters[step_counter as usize].fetch_min(step, Ordering::Relaxed);
+        if prev > step {
+            self.counters[id_counter as usize].store(id, Ordering::Relaxed);
+        } else if prev == step {
+            self.counters[id_counter as usize].fetch_min(id, Ordering::Relaxed);
+        }
+    }
+}
+
+impl PairListSim {
+    /// Elastic energy of all normal springs (listed pairs and walls),
+    /// joules. Tangential springs are not included.
+    pub fn spring_energy(&self) -> f64 {
+        let s = &self.state;
+        let m = self.params.material_count as usize;
+        let time = self.kernel_time();
+        let mut total = 0.0;
+        for i in 0..s.len() {
+            let a = s.pos[i];
+            for k in self.list.row[i] as usize..self.list.row[i + 1] as usize {
+                let b = s.pos[self.list.partner[k] as usize];
+                let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+                let dist = f64::from(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+                let delta = f64::from(a[3] + b[3]) - dist;
+                if delta > 0.0 {
+                    let pair = self.pairs[self.list.material_pair[k] as usize];
+                    total += 0.5 * f64::from(pair.kn) * delta * delta;
+                }
+            }
+            for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
+                let wall = &self.walls[self.wall_list.wall[k] as usize];
+                if time >= wall.remove_at {
+                    continue;
+                }
+                let n = wall.normal;
+                let dist = f64::from(n[0] * a[0] + n[1] * a[1] + n[2] * a[2] - wall.offset);
+                let delta = f64::from(a[3]) - dist;
+                if delta > 0.0 {
+                    let pair = self.pairs[s.meta[i][1] as usize * m + wall.material as usize];
+                    total += 0.5 * f64::from(pair.kn) * delta * delta;
+                }
+            }
+        }
+        total
+    }
+}
