@@ -143,7 +143,7 @@ fn contact_history_is_carried_across_a_rebuild() {
         if forced_rebuild {
             sim.rebuild();
             if drop_history {
-                sim.list.spring.iter_mut().for_each(|x| *x = [0.0; 3]);
+                sim.list.spring.iter_mut().flatten().for_each(|x| *x = 0.0);
                 sim.wall_list.spring.iter_mut().for_each(|x| *x = [0.0; 3]);
             }
         }

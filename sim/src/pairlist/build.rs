@@ -26,15 +26,26 @@ pub struct NeighbourList {
     axes: [usize; 3],
     /// Pairs of particle `i` are `row[i]..row[i + 1]`.
     pub row: Vec<u32>,
+    /// First particle of each pair.
+    pub owner: Vec<u32>,
     /// Second particle of each pair (`j > i`).
     pub partner: Vec<u32>,
     /// Index of the pair's material pair in the pair table.
     pub material_pair: Vec<u32>,
+    /// Normal stiffness of each pair, N/m.
+    pub kn: Vec<f32>,
+    /// Tangential stiffness of each pair, N/m.
+    pub kt: Vec<f32>,
+    /// Friction coefficient of each pair.
+    pub mu: Vec<f32>,
     /// Normal (and tangential) damping coefficient of the pair, N s/m.
     pub damping: Vec<f32>,
+    /// Normal of coincident centres along y: +1 when the first particle has
+    /// the lower id, else -1.
+    pub sign: Vec<f32>,
     /// Tangential spring of each pair as the first particle sees it, m
-    /// (zero while the pair does not touch).
-    pub spring: Vec<[f32; 3]>,
+    /// (zero while the pair does not touch), one array per axis.
+    pub spring: [Vec<f32>; 3],
     /// First particle of each slab, and `n` at the end.
     pub slab_start: Vec<u32>,
     /// Most particles in one cell at the build.
@@ -178,7 +189,8 @@ impl PairListSim {
         let mut springs = Vec::new();
         for i in 0..self.list.row.len().saturating_sub(1) {
             for k in self.list.row[i] as usize..self.list.row[i + 1] as usize {
-                let s = self.list.spring[k];
+                let sp = &self.list.spring;
+                let s = [sp[0][k], sp[1][k], sp[2][k]];
                 if nonzero(&s) {
                     let (a, b) = (old_ids[i], old_ids[self.list.partner[k] as usize]);
                     springs.push(if a < b {
@@ -271,60 +283,60 @@ impl PairListSim {
         let table = &self.pairs;
         let cells: Vec<usize> = (0..cell_key.len()).collect();
         let find = |k: u64| cell_key.partition_point(|&x| x < k);
+        // One output vector per block of 256 cells (not per cell: small
+        // scenes rebuild often, and allocations would dominate).
         let rows: Vec<Vec<ListedPair>> = cells
-            .par_iter()
-            .with_min_len(64)
-            .map(|&c| {
-                let k = cell_key[c];
-                let (a, b, cc) = (
-                    (k >> 42) as i64,
-                    ((k >> 21) & 0x1F_FFFF) as i64,
-                    (k & 0x1F_FFFF) as i64,
-                );
-                // Key ranges of the half shell, in key order.
-                let ranges = [
-                    (key([a, b, cc + 1]), key([a, b, cc + 1])),
-                    (key([a, b + 1, cc - 1]), key([a, b + 1, cc + 1])),
-                    (key([a + 1, b - 1, cc - 1]), key([a + 1, b - 1, cc + 1])),
-                    (key([a + 1, b, cc - 1]), key([a + 1, b, cc + 1])),
-                    (key([a + 1, b + 1, cc - 1]), key([a + 1, b + 1, cc + 1])),
-                ];
-                let spans: Vec<(usize, usize)> = ranges
-                    .iter()
-                    .map(|&(lo, hi)| {
+            .par_chunks(256)
+            .map(|block| {
+                let mut out = Vec::new();
+                for &c in block {
+                    let k = cell_key[c];
+                    let (a, b, cc) = (
+                        (k >> 42) as i64,
+                        ((k >> 21) & 0x1F_FFFF) as i64,
+                        (k & 0x1F_FFFF) as i64,
+                    );
+                    // Key ranges of the half shell, in key order.
+                    let ranges = [
+                        (key([a, b, cc + 1]), key([a, b, cc + 1])),
+                        (key([a, b + 1, cc - 1]), key([a, b + 1, cc + 1])),
+                        (key([a + 1, b - 1, cc - 1]), key([a + 1, b - 1, cc + 1])),
+                        (key([a + 1, b, cc - 1]), key([a + 1, b, cc + 1])),
+                        (key([a + 1, b + 1, cc - 1]), key([a + 1, b + 1, cc + 1])),
+                    ];
+                    let spans: [(usize, usize); 5] = ranges.map(|(lo, hi)| {
                         let (x, y) = (find(lo), find(hi + 1));
                         (cell_start[x] as usize, cell_start[y] as usize)
-                    })
-                    .collect();
-                let (first, end) = (cell_start[c] as usize, cell_start[c + 1] as usize);
-                let mut out = Vec::new();
-                for i in first..end {
-                    let (pi, vi, mi) = (pos[i], vel[i], meta[i]);
-                    let own = std::iter::once((i + 1, end));
-                    for (j0, j1) in own.chain(spans.iter().copied()) {
-                        for j in j0..j1 {
-                            let (pj, vj, mj) = (pos[j], vel[j], meta[j]);
-                            let reach = pi[3] + pj[3] + skin;
-                            let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
-                            if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= reach * reach {
-                                continue;
+                    });
+                    let (first, end) = (cell_start[c] as usize, cell_start[c + 1] as usize);
+                    for i in first..end {
+                        let (pi, vi, mi) = (pos[i], vel[i], meta[i]);
+                        let own = std::iter::once((i + 1, end));
+                        for (j0, j1) in own.chain(spans.iter().copied()) {
+                            for j in j0..j1 {
+                                let (pj, vj, mj) = (pos[j], vel[j], meta[j]);
+                                let reach = pi[3] + pj[3] + skin;
+                                let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+                                if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= reach * reach {
+                                    continue;
+                                }
+                                if mi[2] != FREE && mi[2] == mj[2] {
+                                    continue; // one rigid body
+                                }
+                                if vi[3] + vj[3] == 0.0 {
+                                    continue; // two immovable particles
+                                }
+                                let pp = mi[1] * m + mj[1];
+                                let pair = &table[pp as usize];
+                                let m_eff = 1.0 / (vi[3] + vj[3]);
+                                let damping = if pair.damping_abs > 0.0 {
+                                    pair.damping_abs
+                                } else {
+                                    pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
+                                };
+                                let spring = carried.between(mi[0], mj[0]);
+                                out.push((i as u32, j as u32, pp, damping, spring));
                             }
-                            if mi[2] != FREE && mi[2] == mj[2] {
-                                continue; // one rigid body
-                            }
-                            if vi[3] + vj[3] == 0.0 {
-                                continue; // two immovable particles
-                            }
-                            let pp = mi[1] * m + mj[1];
-                            let pair = &table[pp as usize];
-                            let m_eff = 1.0 / (vi[3] + vj[3]);
-                            let damping = if pair.damping_abs > 0.0 {
-                                pair.damping_abs
-                            } else {
-                                pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
-                            };
-                            let spring = carried.between(mi[0], mj[0]);
-                            out.push((i as u32, j as u32, pp, damping, spring));
                         }
                     }
                 }
@@ -335,17 +347,35 @@ impl PairListSim {
         let list = &mut self.list;
         list.row.clear();
         list.row.resize(n + 1, 0);
+        list.owner.clear();
         list.partner.clear();
         list.material_pair.clear();
+        list.kn.clear();
+        list.kt.clear();
+        list.mu.clear();
         list.damping.clear();
-        list.spring.clear();
+        list.sign.clear();
+        list.spring.iter_mut().for_each(Vec::clear);
         list.partner.reserve(total);
         for (i, j, pp, damping, spring) in rows.into_iter().flatten() {
             list.row[i as usize + 1] += 1;
+            list.owner.push(i);
             list.partner.push(j);
             list.material_pair.push(pp);
+            let pair = &table[pp as usize];
+            list.kn.push(pair.kn);
+            list.kt.push(pair.kt);
+            list.mu.push(pair.mu);
             list.damping.push(damping);
-            list.spring.push(spring);
+            list.sign
+                .push(if meta[i as usize][0] < meta[j as usize][0] {
+                    1.0
+                } else {
+                    -1.0
+                });
+            for (a, s) in spring.iter().enumerate() {
+                list.spring[a].push(*s);
+            }
         }
         for i in 0..n {
             list.row[i + 1] += list.row[i];

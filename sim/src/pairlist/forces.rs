@@ -6,6 +6,9 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
+use super::dispatch;
+use super::integrate::{Found, VerletUpdate};
+use super::lanes::{LANES, PairLanes, PairResults};
 use super::{MIN_LEN, PairListSim};
 use crate::setup::{PairParams, WallParams};
 use crate::stages::common::{V3, add, cross, dot, scale};
@@ -34,108 +37,110 @@ fn xyz(v: &[f32; 4]) -> V3 {
 
 /// The read-only inputs of the pair kernel.
 struct PairInputs<'a> {
-    pos: &'a [[f32; 4]],
-    vel: &'a [[f32; 4]],
-    angvel: &'a [[f32; 4]],
-    meta: &'a [[u32; 4]],
     row: &'a [u32],
+    owner: &'a [u32],
     partner: &'a [u32],
-    material_pair: &'a [u32],
+    kn: &'a [f32],
+    kt: &'a [f32],
+    mu: &'a [f32],
     damping: &'a [f32],
-    table: &'a [PairParams],
+    sign: &'a [f32],
     mode: ForceMode,
 }
 
 impl PairInputs<'_> {
-    /// Every pair of the rows of particles `first..end`; `force` and
-    /// `torque` start at particle `base`, `spring` at pair `row[first]`.
-    fn slab(
-        &self,
-        first: usize,
-        end: usize,
-        base: usize,
-        force: &mut [[f32; 4]],
-        torque: &mut [[f32; 4]],
-        spring: &mut [[f32; 3]],
-    ) -> u32 {
+    /// Every pair of the rows of particles `first..end`, in batches of
+    /// [`LANES`] consecutive pairs; the chunk's slices start at particle
+    /// `base`, its springs at pair `row[first]`. Each pair's force goes to
+    /// both particles, pair by pair in list order.
+    fn slab(&self, first: usize, end: usize, base: usize, c: &mut Chunk<'_>) -> u32 {
         let mode = self.mode;
-        let pair0 = self.row[first] as usize;
+        let (k0, k1) = (self.row[first] as usize, self.row[end] as usize);
         let mut touching = 0;
-        for i in first..end {
-            let (pi, vi, wi) = (self.pos[i], self.vel[i], self.angvel[i]);
-            let id_i = self.meta[i][0];
-            let mut fi = [0.0f32; 3];
-            let mut ti = [0.0f32; 3];
-            for k in self.row[i] as usize..self.row[i + 1] as usize {
-                let j = self.partner[k] as usize;
-                let pj = self.pos[j];
-                let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
-                let dist2 = dot(d, d);
-                let rsum = pi[3] + pj[3];
-                let xi_old = &mut spring[k - pair0];
-                if dist2 >= rsum * rsum {
-                    if mode.commit && *xi_old != [0.0; 3] {
-                        *xi_old = [0.0; 3];
-                    }
+        let mut batch = PairLanes::default();
+        let mut out = PairResults::default();
+        let mut start = k0;
+        while start < k1 {
+            let m = (k1 - start).min(LANES);
+            let ks = start..start + m;
+            let local = start - k0..start - k0 + m;
+            copy_lanes(&mut batch.kn, &self.kn[ks.clone()]);
+            copy_lanes(&mut batch.kt, &self.kt[ks.clone()]);
+            copy_lanes(&mut batch.mu, &self.mu[ks.clone()]);
+            copy_lanes(&mut batch.c, &self.damping[ks.clone()]);
+            copy_lanes(&mut batch.sign, &self.sign[ks.clone()]);
+            for a in 0..3 {
+                copy_lanes(&mut batch.xi[a], &c.spring[a][local.clone()]);
+            }
+            for (l, k) in ks.clone().enumerate() {
+                let (i, j) = (
+                    self.owner[k] as usize - base,
+                    self.partner[k] as usize - base,
+                );
+                let (pi, pj) = (c.pos[i], c.pos[j]);
+                let (vi, vj, wi, wj) = (c.vel[i], c.vel[j], c.angvel[i], c.angvel[j]);
+                for a in 0..4 {
+                    batch.pi[a][l] = pi[a];
+                    batch.pj[a][l] = pj[a];
+                }
+                for a in 0..3 {
+                    batch.vi[a][l] = vi[a];
+                    batch.vj[a][l] = vj[a];
+                    batch.wi[a][l] = wi[a];
+                    batch.wj[a][l] = wj[a];
+                }
+            }
+            dispatch::pair_forces(&batch, mode.dt_hist, &mut out);
+            for (l, k) in ks.enumerate() {
+                if !out.touching[l] {
                     continue;
                 }
-                let (vj, wj) = (self.vel[j], self.angvel[j]);
-                let dist = dist2.sqrt();
-                let n = if dist > 0.0 {
-                    scale(d, 1.0 / dist)
-                } else if id_i < self.meta[j][0] {
-                    [0.0, 1.0, 0.0]
-                } else {
-                    [0.0, -1.0, 0.0]
-                };
-                let delta = rsum - dist;
-                let vr = [vi[0] - vj[0], vi[1] - vj[1], vi[2] - vj[2]];
-                let wsum = add(scale(xyz(&wi), pi[3]), scale(xyz(&wj), pj[3]));
-                let pair = &self.table[self.material_pair[k] as usize];
-                let (f, ft, xi) = contact_force_damped(
-                    n,
-                    delta,
-                    vr,
-                    wsum,
-                    self.damping[k],
-                    pair,
-                    *xi_old,
-                    mode.dt_hist,
+                let (i, j) = (
+                    self.owner[k] as usize - base,
+                    self.partner[k] as usize - base,
                 );
-                if mode.commit {
-                    *xi_old = xi;
+                let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
+                let f = [out.f[0][l], out.f[1][l], out.f[2][l]];
+                let tn = [out.tn[0][l], out.tn[1][l], out.tn[2][l]];
+                let (fi, ti) = (&mut c.force[i], &mut c.torque[i]);
+                for a in 0..3 {
+                    fi[a] += f[a];
+                    ti[a] += tn[a] * ri;
                 }
-                let tn = cross(ft, n);
-                fi = add(fi, f);
-                ti = add(ti, scale(tn, pi[3]));
-                let (fj, tj) = (&mut force[j - base], &mut torque[j - base]);
-                let t = scale(tn, pj[3]);
+                let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
                 for a in 0..3 {
                     fj[a] -= f[a];
-                    tj[a] += t[a];
+                    tj[a] += tn[a] * rj;
                 }
                 touching += 1;
             }
-            let (f, t) = (&mut force[i - base], &mut torque[i - base]);
-            for a in 0..3 {
-                f[a] += fi[a];
-                t[a] += ti[a];
+            if mode.commit {
+                for a in 0..3 {
+                    let dst = &mut c.spring[a][local.clone()];
+                    match <&mut [f32; LANES]>::try_from(&mut *dst) {
+                        Ok(full) => *full = out.xi[a],
+                        Err(_) => dst.copy_from_slice(&out.xi[a][..m]),
+                    }
+                }
             }
+            start += m;
         }
         touching
     }
 }
 
+/// `src` (at most [`LANES`] values) into the first lanes of `dst`, as one
+/// fixed-size move when the batch is full.
+#[inline(always)]
+fn copy_lanes(dst: &mut [f32; LANES], src: &[f32]) {
+    match <&[f32; LANES]>::try_from(src) {
+        Ok(full) => *dst = *full,
+        Err(_) => dst[..src.len()].copy_from_slice(src),
+    }
+}
+
 /// One particle's walls: every wall, the ones it lists, their damping and springs.
 type ParticleWalls<'a> = (&'a [WallParams], &'a [u32], &'a [f32], &'a mut [[f32; 3]]);
-
-/// One slab's share of the pair phase: its index, forces, torques and springs.
-type SlabWork<'a> = (
-    usize,
-    &'a mut [[f32; 4]],
-    &'a mut [[f32; 4]],
-    &'a mut [[f32; 3]],
-);
 
 /// Gravity and the wall contacts of one particle: its force and torque
 /// before the pairs are added.
@@ -194,123 +199,280 @@ fn particle_start(
     ([f[0], f[1], f[2], 0.0], [t[0], t[1], t[2], 0.0], touching)
 }
 
+/// One chunk of whole slabs: the particle state and springs it owns while
+/// a phase runs.
+struct Chunk<'a> {
+    /// First particle.
+    base: usize,
+    pos: &'a mut [[f32; 4]],
+    vel: &'a mut [[f32; 4]],
+    angvel: &'a mut [[f32; 4]],
+    force: &'a mut [[f32; 4]],
+    torque: &'a mut [[f32; 4]],
+    /// Springs (per axis) of the rows of the chunk's first slab.
+    spring: [&'a mut [f32]; 3],
+    /// Wall springs of all the chunk's particles (even phase).
+    wall_spring: &'a mut [[f32; 3]],
+}
+
+/// The chunks of `ranges` (ascending, disjoint particle ranges), each
+/// with the springs of `pair_ranges` and wall springs of `wall_ranges`.
+/// The particle arrays a phase splits into chunks.
+struct Particles<'a> {
+    pos: &'a mut [[f32; 4]],
+    vel: &'a mut [[f32; 4]],
+    angvel: &'a mut [[f32; 4]],
+    force: &'a mut [[f32; 4]],
+    torque: &'a mut [[f32; 4]],
+}
+
+fn chunks<'a>(
+    s: Particles<'a>,
+    spring: &'a mut [Vec<f32>; 3],
+    wall_spring: &'a mut [[f32; 3]],
+    ranges: &[(usize, usize)],
+    pair_ranges: &[(usize, usize)],
+    wall_ranges: &[(usize, usize)],
+) -> Vec<Chunk<'a>> {
+    let mut pos = split_ranges(s.pos, ranges).into_iter();
+    let mut vel = split_ranges(s.vel, ranges).into_iter();
+    let mut angvel = split_ranges(s.angvel, ranges).into_iter();
+    let mut force = split_ranges(s.force, ranges).into_iter();
+    let mut torque = split_ranges(s.torque, ranges).into_iter();
+    let [sx, sy, sz] = spring;
+    let mut springs = split_ranges(sx, pair_ranges)
+        .into_iter()
+        .zip(split_ranges(sy, pair_ranges))
+        .zip(split_ranges(sz, pair_ranges))
+        .map(|((x, y), z)| [x, y, z]);
+    let mut walls = split_ranges(wall_spring, wall_ranges).into_iter();
+    ranges
+        .iter()
+        .filter_map(|&(base, _)| {
+            Some(Chunk {
+                base,
+                pos: pos.next()?,
+                vel: vel.next()?,
+                angvel: angvel.next()?,
+                force: force.next()?,
+                torque: torque.next()?,
+                spring: springs.next()?,
+                wall_spring: walls.next()?,
+            })
+        })
+        .collect()
+}
+
+/// Gravity and walls for every particle of a chunk (the start of the even
+/// phase): their forces and torques before the pairs.
+struct ParticleStart<'a> {
+    meta: &'a [[u32; 4]],
+    wall_row: &'a [u32],
+    wall_of: &'a [u32],
+    wall_damping: &'a [f32],
+    walls: &'a [WallParams],
+    table: &'a [PairParams],
+    gravity: V3,
+    time: f32,
+    material_count: u32,
+    mode: ForceMode,
+}
+
+impl ParticleStart<'_> {
+    fn chunk(&self, c: &mut Chunk<'_>) -> u32 {
+        let base = c.base;
+        let wall0 = self.wall_row[base] as usize;
+        let mut touching = 0;
+        for k in 0..c.pos.len() {
+            let i = base + k;
+            let (a, b) = (self.wall_row[i] as usize, self.wall_row[i + 1] as usize);
+            let (f, t, n) = particle_start(
+                &c.pos[k],
+                &c.vel[k],
+                &c.angvel[k],
+                self.meta[i][1],
+                self.gravity,
+                self.time,
+                (
+                    self.walls,
+                    &self.wall_of[a..b],
+                    &self.wall_damping[a..b],
+                    &mut c.wall_spring[a - wall0..b - wall0],
+                ),
+                self.table,
+                self.material_count,
+                self.mode,
+            );
+            c.force[k] = f;
+            c.torque[k] = t;
+            touching += n;
+        }
+        touching
+    }
+}
+
 impl PairListSim {
     /// Forces and torques on every particle: gravity, walls, then each
     /// listed pair once. `kind` says how the springs are extended and
     /// whether they are kept (RK2's trial evaluation leaves them).
     pub fn compute_forces(&mut self, kind: ForceKind) {
+        self.forces_then(kind, None);
+    }
+
+    /// [`PairListSim::compute_forces`], then the Verlet `update` of every
+    /// slab as soon as its forces are final (in the odd phase, while the
+    /// slab is still in cache).
+    pub(super) fn forces_then(&mut self, kind: ForceKind, update: Option<VerletUpdate>) {
         let params = self.params;
         let mode = kind.mode(params.dt);
+        let n = self.state.len();
         let time = self.kernel_time();
-        let gravity = params.gravity;
-        let s = &mut self.state;
-        let (pos, vel, angvel, meta) = (&s.pos, &s.vel, &s.angvel, &s.meta);
-        let wl = &mut self.wall_list;
-        let (table, walls) = (&self.pairs, &self.walls);
-
-        // Gravity and walls, per particle, in blocks of MIN_LEN particles
-        // (each block owns the springs of its particles' walls).
-        let n = pos.len();
-        let blocks: Vec<(usize, usize)> = (0..n)
-            .step_by(MIN_LEN)
-            .map(|a| (a, (a + MIN_LEN).min(n)))
-            .collect();
-        let spring_ranges: Vec<(usize, usize)> = blocks
-            .iter()
-            .map(|&(a, b)| (wl.row[a] as usize, wl.row[b] as usize))
-            .collect();
-        let wall_springs = split_ranges(&mut wl.spring, &spring_ranges);
-        let (wall_row, wall_of, wall_damping) = (&wl.row, &wl.wall, &wl.damping);
-        let wall_touching: u32 = s
-            .force
-            .par_chunks_mut(MIN_LEN)
-            .zip(s.torque.par_chunks_mut(MIN_LEN))
-            .zip(wall_springs.into_par_iter())
-            .zip(blocks.par_iter())
-            .map(|(((fs, ts), springs), &(first, _))| {
-                let base = wall_row[first] as usize;
-                let mut touching = 0;
-                for (k, (f, t)) in fs.iter_mut().zip(ts.iter_mut()).enumerate() {
-                    let i = first + k;
-                    let (a, b) = (wall_row[i] as usize, wall_row[i + 1] as usize);
-                    let (fi, ti, c) = particle_start(
-                        &pos[i],
-                        &vel[i],
-                        &angvel[i],
-                        meta[i][1],
-                        gravity,
-                        time,
-                        (
-                            walls,
-                            &wall_of[a..b],
-                            &wall_damping[a..b],
-                            &mut springs[a - base..b - base],
-                        ),
-                        table,
-                        params.material_count,
-                        mode,
-                    );
-                    *f = fi;
-                    *t = ti;
-                    touching += c;
-                }
-                touching
-            })
-            .sum();
-
-        // Pairs: even slabs, then odd slabs.
-        let list = &mut self.list;
-        let inputs = PairInputs {
+        let crate::HostState {
             pos,
             vel,
             angvel,
             meta,
-            row: &list.row,
-            partner: &list.partner,
-            material_pair: &list.material_pair,
-            damping: &list.damping,
-            table,
+            force,
+            torque,
+            ..
+        } = &mut self.state;
+        let meta = &*meta;
+        let list = &mut self.list;
+        let wl = &mut self.wall_list;
+        let starts = list.slab_start.clone();
+        let slabs = starts.len().saturating_sub(1);
+        let start = ParticleStart {
+            meta,
+            wall_row: &wl.row,
+            wall_of: &wl.wall,
+            wall_damping: &wl.damping,
+            walls: &self.walls,
+            table: &self.pairs,
+            gravity: params.gravity,
+            time,
+            material_count: params.material_count,
             mode,
         };
-        let starts = &list.slab_start;
-        let slabs = starts.len().saturating_sub(1);
+        let inputs = PairInputs {
+            row: &list.row,
+            owner: &list.owner,
+            partner: &list.partner,
+            kn: &list.kn,
+            kt: &list.kt,
+            mu: &list.mu,
+            damping: &list.damping,
+            sign: &list.sign,
+            mode,
+        };
+        let x_ref = &self.x_ref;
+        let serial = n < 2 * MIN_LEN;
         let mut pair_touching = 0u32;
+        let mut wall_touching = 0u32;
+        let mut found = Found::NONE;
         for parity in 0..2 {
-            let chosen: Vec<usize> = (parity..slabs).step_by(2).collect();
-            let particle_ranges: Vec<(usize, usize)> = chosen
+            // Even phase: chunks (s, s + 1) for even s, started, then the
+            // rows of s. Odd phase: chunks (s, s + 1) for odd s, the rows of
+            // s, then the update of both; slab 0 is final after the even
+            // phase and is updated alone.
+            let mut chosen: Vec<(usize, usize)> = (parity..slabs)
+                .step_by(2)
+                .map(|k| (k, (k + 2).min(slabs)))
+                .collect();
+            if parity == 1 && slabs > 0 {
+                chosen.insert(0, (0, 0));
+            }
+            let ranges: Vec<(usize, usize)> = chosen
                 .iter()
-                .map(|&k| (starts[k] as usize, starts[(k + 2).min(slabs)] as usize))
+                .map(|&(k, e)| {
+                    if e == 0 {
+                        (starts[0] as usize, starts[1] as usize)
+                    } else {
+                        (starts[k] as usize, starts[e] as usize)
+                    }
+                })
                 .collect();
             let pair_ranges: Vec<(usize, usize)> = chosen
                 .iter()
-                .map(|&k| {
-                    (
-                        inputs.row[starts[k] as usize] as usize,
-                        inputs.row[starts[k + 1] as usize] as usize,
-                    )
+                .map(|&(k, e)| {
+                    if e == 0 {
+                        (0, 0)
+                    } else {
+                        let (a, b) = (starts[k] as usize, starts[k + 1] as usize);
+                        (inputs.row[a] as usize, inputs.row[b] as usize)
+                    }
                 })
                 .collect();
-            let forces = split_ranges(&mut s.force, &particle_ranges);
-            let torques = split_ranges(&mut s.torque, &particle_ranges);
-            let springs = split_ranges(&mut list.spring, &pair_ranges);
-            let work: Vec<_> = chosen
-                .iter()
-                .zip(forces)
-                .zip(torques)
-                .zip(springs)
-                .map(|(((&k, f), t), sp)| (k, f, t, sp))
-                .collect();
-            let run = |(k, f, t, sp): SlabWork<'_>| {
-                let (first, end) = (starts[k] as usize, starts[k + 1] as usize);
-                inputs.slab(first, end, first, f, t, sp)
-            };
-            pair_touching += if pos.len() < 2 * MIN_LEN {
-                work.into_iter().map(run).sum::<u32>()
+            let wall_ranges: Vec<(usize, usize)> = if parity == 0 {
+                ranges
+                    .iter()
+                    .map(|&(a, b)| (start.wall_row[a] as usize, start.wall_row[b] as usize))
+                    .collect()
             } else {
-                work.into_par_iter().map(run).sum::<u32>()
+                vec![(0, 0); ranges.len()]
             };
+            let particles = Particles {
+                pos: &mut pos[..],
+                vel: &mut vel[..],
+                angvel: &mut angvel[..],
+                force: &mut force[..],
+                torque: &mut torque[..],
+            };
+            let work = chunks(
+                particles,
+                &mut list.spring,
+                &mut wl.spring,
+                &ranges,
+                &pair_ranges,
+                &wall_ranges,
+            );
+            let run = |(mut c, &(k, e)): (Chunk<'_>, &(usize, usize))| {
+                let mut walls = 0;
+                if parity == 0 {
+                    walls = start.chunk(&mut c);
+                }
+                let mut pairs = 0;
+                if e != 0 {
+                    let (first, end) = (starts[k] as usize, starts[k + 1] as usize);
+                    pairs = inputs.slab(first, end, c.base, &mut c);
+                }
+                let mut f = Found::NONE;
+                if parity == 1
+                    && let Some(u) = &update
+                {
+                    let (a, b) = (c.base, c.base + c.pos.len());
+                    f = u.block(
+                        c.pos,
+                        c.vel,
+                        c.angvel,
+                        c.force,
+                        c.torque,
+                        &meta[a..b],
+                        &x_ref[a..b],
+                    );
+                }
+                (pairs, walls, f)
+            };
+            let merge =
+                |x: (u32, u32, Found), y: (u32, u32, Found)| (x.0 + y.0, x.1 + y.1, x.2.merge(y.2));
+            let (p, w, f) = if serial {
+                work.into_iter()
+                    .zip(&chosen)
+                    .map(run)
+                    .fold((0, 0, Found::NONE), merge)
+            } else {
+                work.into_par_iter()
+                    .zip(chosen.par_iter())
+                    .map(run)
+                    .reduce(|| (0, 0, Found::NONE), merge)
+            };
+            pair_touching += p;
+            wall_touching += w;
+            found = found.merge(f);
         }
         self.counters[Counter::Contacts as usize].fetch_add(2 * pair_touching, Ordering::Relaxed);
         self.counters[Counter::WallContacts as usize].fetch_add(wall_touching, Ordering::Relaxed);
+        if let Some(u) = update {
+            self.report_update(found, u.close, u.open);
+        }
     }
 }

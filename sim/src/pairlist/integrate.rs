@@ -34,13 +34,13 @@ fn nonfinite(p: &[f32; 4], v: &[f32; 4], w: &[f32; 4]) -> bool {
 
 /// The escape test of `escaped_face` with open faces at infinity, branch-free.
 #[derive(Debug, Clone, Copy)]
-struct EscapeLimits {
+pub(super) struct EscapeLimits {
     lo: [f32; 3],
     hi: [f32; 3],
 }
 
 impl EscapeLimits {
-    fn new(p: &crate::stages::common::Params) -> Self {
+    pub(super) fn new(p: &crate::stages::common::Params) -> Self {
         let closed = |bit: u32| p.closed_faces & (1 << bit) != 0;
         Self {
             lo: std::array::from_fn(|a| {
@@ -81,7 +81,7 @@ fn disp2(p: &[f32; 4], r: &[f32; 3]) -> f32 {
 /// closing kick and after the opening drift, of an escaped one after the
 /// drift, and the largest squared displacement since the last build.
 #[derive(Debug, Clone, Copy)]
-struct Found {
+pub(super) struct Found {
     nan_close: u32,
     nan_open: u32,
     escaped: u32,
@@ -89,14 +89,14 @@ struct Found {
 }
 
 impl Found {
-    const NONE: Self = Self {
+    pub(super) const NONE: Self = Self {
         nan_close: u32::MAX,
         nan_open: u32::MAX,
         escaped: u32::MAX,
         disp2: 0.0,
     };
 
-    fn merge(self, o: Self) -> Self {
+    pub(super) fn merge(self, o: Self) -> Self {
         Self {
             nan_close: self.nan_close.min(o.nan_close),
             nan_open: self.nan_open.min(o.nan_open),
@@ -107,13 +107,88 @@ impl Found {
     }
 }
 
+/// One velocity Verlet update of the free particles of a block: `close`
+/// the step with a half kick, then `open` the next with a half kick and a
+/// drift, with the checks. `meta` and `x_ref` start at the block's first
+/// particle, as the mutable slices do.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct VerletUpdate {
+    /// Half a time step, seconds.
+    pub h: f32,
+    /// The time step, seconds.
+    pub dt: f32,
+    /// Closed domain faces.
+    pub limits: EscapeLimits,
+    /// Finish the step with a half kick.
+    pub close: bool,
+    /// Start the next step with a half kick and a drift.
+    pub open: bool,
+}
+
+impl VerletUpdate {
+    /// Updates particles `0..x.len()` of the slices.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) fn block(
+        &self,
+        x: &mut [[f32; 4]],
+        v: &mut [[f32; 4]],
+        w: &mut [[f32; 4]],
+        f: &[[f32; 4]],
+        t: &[[f32; 4]],
+        meta: &[[u32; 4]],
+        x_ref: &[[f32; 3]],
+    ) -> Found {
+        let (h, dt) = (self.h, self.dt);
+        let mut acc = Found::NONE;
+        for i in 0..x.len() {
+            let m = &meta[i];
+            if m[2] != FREE {
+                continue;
+            }
+            let (x, v, w) = (&mut x[i], &mut v[i], &mut w[i]);
+            if self.close {
+                kick(v, &f[i], h);
+                kick(w, &t[i], h);
+                if nonfinite(x, v, w) {
+                    acc.nan_close = acc.nan_close.min(m[0]);
+                }
+            }
+            if self.open {
+                kick(v, &f[i], h);
+                kick(w, &t[i], h);
+                for a in 0..3 {
+                    x[a] += v[a] * dt;
+                }
+                if nonfinite(x, v, w) {
+                    acc.nan_open = acc.nan_open.min(m[0]);
+                }
+                if self.limits.escaped(x) {
+                    acc.escaped = acc.escaped.min(m[0]);
+                }
+                acc.disp2 = acc.disp2.max(disp2(x, &x_ref[i]));
+            }
+        }
+        acc
+    }
+}
+
 impl PairListSim {
-    /// One pass over the free particles: `close` the step with a half kick,
-    /// then `open` the next one with a half kick and a drift. Branch-free
-    /// checks, in blocks of [`MIN_LEN`] particles.
+    /// The update of the free particles that closes (and perhaps opens) a step.
+    pub(super) fn verlet_update(&self, close: bool, open: bool) -> VerletUpdate {
+        VerletUpdate {
+            h: 0.5 * self.params.dt,
+            dt: self.params.dt,
+            limits: EscapeLimits::new(&self.params),
+            close,
+            open,
+        }
+    }
+
+    /// One pass over the free particles (see [`VerletUpdate`]), in blocks
+    /// of [`MIN_LEN`] particles.
     fn verlet_pass(&mut self, close: bool, open: bool) {
-        let (h, dt) = (0.5 * self.params.dt, self.params.dt);
-        let limits = EscapeLimits::new(&self.params);
+        let update = self.verlet_update(close, open);
         let s = &mut self.state;
         let (force, torque, meta) = (&s.force, &s.torque, &s.meta);
         let x_ref = &self.x_ref;
@@ -124,45 +199,24 @@ impl PairListSim {
             .zip(s.angvel.par_chunks_mut(MIN_LEN))
             .enumerate()
             .map(|(block, ((xs, vs), ws))| {
-                let base = block * MIN_LEN;
-                let mut acc = Found::NONE;
-                for (k, ((x, v), w)) in xs
-                    .iter_mut()
-                    .zip(vs.iter_mut())
-                    .zip(ws.iter_mut())
-                    .enumerate()
-                {
-                    let i = base + k;
-                    let m = &meta[i];
-                    if m[2] != FREE {
-                        continue;
-                    }
-                    let (f, t) = (&force[i], &torque[i]);
-                    if close {
-                        kick(v, f, h);
-                        kick(w, t, h);
-                        if nonfinite(x, v, w) {
-                            acc.nan_close = acc.nan_close.min(m[0]);
-                        }
-                    }
-                    if open {
-                        kick(v, f, h);
-                        kick(w, t, h);
-                        for a in 0..3 {
-                            x[a] += v[a] * dt;
-                        }
-                        if nonfinite(x, v, w) {
-                            acc.nan_open = acc.nan_open.min(m[0]);
-                        }
-                        if limits.escaped(x) {
-                            acc.escaped = acc.escaped.min(m[0]);
-                        }
-                        acc.disp2 = acc.disp2.max(disp2(x, &x_ref[i]));
-                    }
-                }
-                acc
+                let a = block * MIN_LEN;
+                let b = a + xs.len();
+                update.block(
+                    xs,
+                    vs,
+                    ws,
+                    &force[a..b],
+                    &torque[a..b],
+                    &meta[a..b],
+                    &x_ref[a..b],
+                )
             })
             .reduce(|| Found::NONE, Found::merge);
+        self.report_update(found, close, open);
+    }
+
+    /// Reports what a Verlet update found.
+    pub(super) fn report_update(&mut self, found: Found, close: bool, open: bool) {
         // The closing kick belongs to the step being finished, the opening
         // one to the next: `self.step` counts the steps already taken.
         let (close_step, open_step) = if close {
@@ -187,16 +241,6 @@ impl PairListSim {
     /// Opens a step: half kick with the last forces, then drift.
     pub(super) fn verlet_open(&mut self) {
         self.verlet_pass(false, true);
-    }
-
-    /// Closes a step: the second half kick with the new forces.
-    pub(super) fn verlet_close(&mut self) {
-        self.verlet_pass(true, false);
-    }
-
-    /// Closes this step and opens the next in one pass.
-    pub(super) fn verlet_close_open(&mut self) {
-        self.verlet_pass(true, true);
     }
 
     /// The largest displacement since the last build, over every particle

@@ -42,8 +42,10 @@ use crate::stages::common::{BodyGpu, Params};
 use crate::{Counter, ForceKind, HostState, NUM_COUNTERS};
 
 mod build;
+pub mod dispatch;
 mod forces;
 mod integrate;
+pub mod lanes;
 
 pub use build::{NeighbourList, WallList};
 
@@ -204,12 +206,10 @@ impl PairListSim {
                 self.body_particles(true);
             }
             self.rebuild_if_needed();
-            self.compute_forces(ForceKind::Commit);
-            if s + 1 == steps {
-                self.verlet_close();
-            } else {
-                self.verlet_close_open();
-            }
+            // The closing half kick of this step (and the opening kick and
+            // drift of the next) run slab by slab as the forces finish.
+            let update = self.verlet_update(true, s + 1 < steps);
+            self.forces_then(ForceKind::Commit, Some(update));
             if !self.bodies.is_empty() {
                 self.body_reduce();
                 self.body_end();

@@ -1,0 +1,160 @@
+//! The pair contact in batches of [`LANES`] pairs, structure of arrays: one
+//! loop over the lanes whose body has no early exit, so the compiler turns
+//! it into AVX2 / AVX-512 instructions where [`dispatch`](super::dispatch)
+//! compiles it for them, and into scalar code elsewhere. Both compile the
+//! same source: add, sub, mul, div and sqrt round the same in a lane as in
+//! a scalar, there is no fused multiply-add, and branches are selects, so
+//! every path gives bit-identical results.
+//!
+//! The arithmetic is [`contact_force_damped`](crate::stages::forces) (the
+//! GPU kernels' model) written lane-wise, in the same order.
+
+/// Pairs per batch (sixteen f32 lanes fill an AVX-512 register, two AVX2 ones).
+pub const LANES: usize = 16;
+
+/// One batch of pairs, as the first particle of each pair sees it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PairLanes {
+    /// First particle: position (m) and radius (m).
+    pub pi: [[f32; LANES]; 4],
+    /// Second particle: position and radius.
+    pub pj: [[f32; LANES]; 4],
+    /// Velocities, m/s.
+    pub vi: [[f32; LANES]; 3],
+    /// Velocities of the second particles, m/s.
+    pub vj: [[f32; LANES]; 3],
+    /// Angular velocities, rad/s.
+    pub wi: [[f32; LANES]; 3],
+    /// Angular velocities of the second particles, rad/s.
+    pub wj: [[f32; LANES]; 3],
+    /// Normal stiffness, N/m.
+    pub kn: [f32; LANES],
+    /// Tangential stiffness, N/m.
+    pub kt: [f32; LANES],
+    /// Friction coefficient.
+    pub mu: [f32; LANES],
+    /// Damping coefficient, N s/m.
+    pub c: [f32; LANES],
+    /// Stored tangential spring, m.
+    pub xi: [[f32; LANES]; 3],
+    /// Normal of coincident centres: +1 (along +y) when the first particle
+    /// has the lower id, else -1.
+    pub sign: [f32; LANES],
+}
+
+/// What a batch gives: per lane the force on the first particle, `ft x n`
+/// (times a radius, the torque on either particle), the new spring, and
+/// whether the pair touches.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PairResults {
+    /// Force on the first particle, N.
+    pub f: [[f32; LANES]; 3],
+    /// Tangential force cross the normal, N.
+    pub tn: [[f32; LANES]; 3],
+    /// New tangential spring, m.
+    pub xi: [[f32; LANES]; 3],
+    /// Whether the pair touches.
+    pub touching: [bool; LANES],
+}
+
+/// The contact of every lane, extending springs over `dt_hist` seconds.
+#[inline(always)]
+pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
+    for l in 0..LANES {
+        let d = [
+            b.pi[0][l] - b.pj[0][l],
+            b.pi[1][l] - b.pj[1][l],
+            b.pi[2][l] - b.pj[2][l],
+        ];
+        let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        let rsum = b.pi[3][l] + b.pj[3][l];
+        let touching = dist2 < rsum * rsum;
+        let dist = dist2.sqrt();
+        let positive = dist > 0.0;
+        let inv = 1.0 / if positive { dist } else { 1.0 };
+        let n = [
+            if positive { d[0] * inv } else { 0.0 },
+            if positive { d[1] * inv } else { b.sign[l] },
+            if positive { d[2] * inv } else { 0.0 },
+        ];
+        let delta = rsum - dist;
+        let vr = [
+            b.vi[0][l] - b.vj[0][l],
+            b.vi[1][l] - b.vj[1][l],
+            b.vi[2][l] - b.vj[2][l],
+        ];
+        let (ri, rj) = (b.pi[3][l], b.pj[3][l]);
+        let wsum = [
+            b.wi[0][l] * ri + b.wj[0][l] * rj,
+            b.wi[1][l] * ri + b.wj[1][l] * rj,
+            b.wi[2][l] * ri + b.wj[2][l] * rj,
+        ];
+        // contact_force_damped, lane-wise.
+        let c = b.c[l];
+        let vn = vr[0] * n[0] + vr[1] * n[1] + vr[2] * n[2];
+        let wxn = [
+            wsum[1] * n[2] - wsum[2] * n[1],
+            wsum[2] * n[0] - wsum[0] * n[2],
+            wsum[0] * n[1] - wsum[1] * n[0],
+        ];
+        let vc = [vr[0] - wxn[0], vr[1] - wxn[1], vr[2] - wxn[2]];
+        let vcn = vc[0] * n[0] + vc[1] * n[1] + vc[2] * n[2];
+        let vt = [vc[0] - n[0] * vcn, vc[1] - n[1] * vcn, vc[2] - n[2] * vcn];
+        let fn_mag = b.kn[l] * delta - c * vn;
+        let xo = [b.xi[0][l], b.xi[1][l], b.xi[2][l]];
+        let xon = xo[0] * n[0] + xo[1] * n[1] + xo[2] * n[2];
+        let xi_rot = [xo[0] - n[0] * xon, xo[1] - n[1] * xon, xo[2] - n[2] * xon];
+        let xi = [
+            xi_rot[0] + vt[0] * dt_hist,
+            xi_rot[1] + vt[1] * dt_hist,
+            xi_rot[2] + vt[2] * dt_hist,
+        ];
+        let kt = b.kt[l];
+        let ft = [
+            xi[0] * -kt - vt[0] * c,
+            xi[1] * -kt - vt[1] * c,
+            xi[2] * -kt - vt[2] * c,
+        ];
+        let ft_max = b.mu[l] * fn_mag.abs();
+        let ft2 = ft[0] * ft[0] + ft[1] * ft[1] + ft[2] * ft[2];
+        let capped = ft2 > ft_max * ft_max;
+        let ratio = ft_max / if capped { ft2.sqrt() } else { 1.0 };
+        let ftc = [ft[0] * ratio, ft[1] * ratio, ft[2] * ratio];
+        let kt_inv = -1.0 / if kt > 0.0 { kt } else { 1.0 };
+        let xic = [
+            if kt > 0.0 {
+                (ftc[0] + vt[0] * c) * kt_inv
+            } else {
+                0.0
+            },
+            if kt > 0.0 {
+                (ftc[1] + vt[1] * c) * kt_inv
+            } else {
+                0.0
+            },
+            if kt > 0.0 {
+                (ftc[2] + vt[2] * c) * kt_inv
+            } else {
+                0.0
+            },
+        ];
+        let ft = if capped { ftc } else { ft };
+        let xi = if capped { xic } else { xi };
+        let f = [
+            n[0] * fn_mag + ft[0],
+            n[1] * fn_mag + ft[1],
+            n[2] * fn_mag + ft[2],
+        ];
+        let tn = [
+            ft[1] * n[2] - ft[2] * n[1],
+            ft[2] * n[0] - ft[0] * n[2],
+            ft[0] * n[1] - ft[1] * n[0],
+        ];
+        for a in 0..3 {
+            out.f[a][l] = if touching { f[a] } else { 0.0 };
+            out.tn[a][l] = if touching { tn[a] } else { 0.0 };
+            out.xi[a][l] = if touching { xi[a] } else { 0.0 };
+        }
+        out.touching[l] = touching;
+    }
+}
