@@ -20,12 +20,26 @@ use pellet_sim::{GridMode, Simulation};
 
 use crate::harness::{Row, Timing, time};
 
-/// Bytes the CPU backend streams per particle-step with ~6 contacts per
-/// particle, counted array by array from the kernels (neighbour reads are
-/// assumed to hit cache, since particles are sorted by cell): verlet_begin
-/// 128, cell_keys 28, scan 8, scatter 20, sort_cells 16, reorder_particles
-/// 132, reorder_history 200, compute_forces 300, verlet_end 96.
-pub const CPU_BYTES_PER_PARTICLE_STEP: f64 = 928.0;
+/// Bytes the CPU backend (the pair-list engine) streams per particle-step
+/// in this pack, where each particle lists 3 pairs (its face neighbours),
+/// counted array by array between rebuilds (neighbour reads hit cache:
+/// particles are sorted by cell and a slab is processed while it is in
+/// L2): gravity and walls read position, velocity, spin and write force
+/// and torque (80); each listed pair reads its ids, stiffnesses, friction,
+/// damping and sign (28) and reads and writes its spring (24), 3 x 52 =
+/// 156; the fused Verlet update reads and writes position, velocity and
+/// spin (96) and reads force, torque, ids and the build position (60).
+/// The GPU kernels' twin streamed 928 B.
+pub const CPU_BYTES_PER_PARTICLE_STEP: f64 = 392.0;
+
+/// What a timed run reports besides its time.
+#[derive(Debug, Clone, Copy, Default)]
+struct RunInfo {
+    /// Contact-slot overflows (GPU path).
+    overflows: u64,
+    /// Neighbour-list builds per 1000 steps (CPU backend), over the timed steps.
+    rebuilds_per_1000: f64,
+}
 
 fn scene_toml(n: u32, slots: u32) -> String {
     let side = f64::from(n) * 0.02;
@@ -44,7 +58,7 @@ fn pellet(
     warm: u32,
     steps: u32,
     samples: usize,
-) -> anyhow::Result<(Timing, u64)> {
+) -> anyhow::Result<(Timing, RunInfo)> {
     pellet_within(scene, gpu, None, warm, steps, samples)
 }
 
@@ -56,9 +70,9 @@ fn pellet_within(
     warm: u32,
     steps: u32,
     samples: usize,
-) -> anyhow::Result<(Timing, u64)> {
+) -> anyhow::Result<(Timing, RunInfo)> {
     let setup = load_setup(scene, GridMode::Auto)?;
-    let mut overflows = 0;
+    let mut info = RunInfo::default();
     let mut runs = Vec::new();
     for _ in 0..samples {
         let mut sim = match (gpu, budget) {
@@ -67,7 +81,7 @@ fn pellet_within(
             (None, _) => Simulation::cpu(&setup),
         };
         sim.advance(warm)?;
-        sim.stats()?;
+        let built = sim.stats()?.rebuilds;
         let start = Instant::now();
         let mut left = steps;
         while left > 0 {
@@ -77,7 +91,11 @@ fn pellet_within(
         }
         sim.stats()?; // waits for the GPU
         runs.push(start.elapsed().as_secs_f64());
-        overflows = sim.stats()?.slot_overflows;
+        let stats = sim.stats()?;
+        info = RunInfo {
+            overflows: stats.slot_overflows,
+            rebuilds_per_1000: (stats.rebuilds - built) as f64 * 1000.0 / f64::from(steps.max(1)),
+        };
     }
     runs.sort_by(f64::total_cmp);
     Ok((
@@ -87,7 +105,7 @@ fn pellet_within(
             max_s: runs[runs.len() - 1],
             samples: runs.len(),
         },
-        overflows,
+        info,
     ))
 }
 
@@ -166,8 +184,16 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 "{particles} spheres, simple-cubic touching pack, {warm} warm-up + {steps} steps"
             )
         };
-        for (backend, steps) in [("CPU backend", cpu_steps), ("GPU path", gpu_steps)] {
-            let gpu_ref = if backend == "GPU path" {
+        // LIGGGHTS is run once per (steps, ranks) and shared by the rows.
+        let mut peers: std::collections::BTreeMap<(u32, u32), Option<Timing>> = Default::default();
+        // (row name, timed steps, GPU?, CPU threads, LIGGGHTS ranks to compare with)
+        let backends: [(&str, u32, bool, usize, &[u32]); 3] = [
+            ("CPU backend, 1 thread", cpu_steps, false, 1, &[1]),
+            ("CPU backend", cpu_steps, false, threads, &[1, 2]),
+            ("GPU path", gpu_steps, true, threads, &[1, 2]),
+        ];
+        for (backend, steps, on_gpu, backend_threads, ranks) in backends {
+            let gpu_ref = if on_gpu {
                 match &gpu {
                     Some(g) => Some(g),
                     None => continue,
@@ -175,8 +201,19 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             } else {
                 None
             };
+            if backend_threads == threads && !on_gpu && backend.contains("1 thread") {
+                continue; // a one-core machine: the next row is the same run
+            }
             eprintln!("bench: sim {backend}, {particles} particles");
-            let (timing, overflows) = match pellet(&scene, gpu_ref, warm, steps, samples) {
+            let run = || pellet(&scene, gpu_ref, warm, steps, samples);
+            let result = match rayon::ThreadPoolBuilder::new()
+                .num_threads(backend_threads)
+                .build()
+            {
+                Ok(pool) => pool.install(run),
+                Err(e) => Err(e.into()),
+            };
+            let (timing, info) = match result {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("bench: sim {backend} failed: {e}");
@@ -184,9 +221,14 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 }
             };
             let rate = particles as f64 * f64::from(steps) / timing.median_s;
-            for procs in [1u32, 2] {
-                eprintln!("bench: LIGGGHTS on {procs} rank(s), {particles} particles");
-                let peer = liggghts(n, warm, steps, procs, samples);
+            for &procs in ranks {
+                let peer = peers
+                    .entry((steps, procs))
+                    .or_insert_with(|| {
+                        eprintln!("bench: LIGGGHTS on {procs} rank(s), {particles} particles");
+                        liggghts(n, warm, steps, procs, samples)
+                    })
+                    .clone();
                 let peer_rate = peer
                     .as_ref()
                     .map(|p| particles as f64 * f64::from(steps) / p.median_s);
@@ -196,7 +238,11 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                     if gpu_ref.is_some() {
                         gpu.as_ref().map_or("GPU".into(), |g| g.report.name.clone())
                     } else {
-                        format!("{threads} threads")
+                        format!(
+                            "{backend_threads} thread{} ({} pair lanes)",
+                            if backend_threads > 1 { "s" } else { "" },
+                            pellet_sim::pairlist::dispatch::simd_level()
+                        )
                     }
                 );
                 if let Some(r) = peer_rate {
@@ -204,13 +250,17 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 }
                 if gpu_ref.is_none() {
                     notes += &format!(
-                        "; streams ~{CPU_BYTES_PER_PARTICLE_STEP:.0} B/particle-step: {:.1} GB/s of {:.1} GB/s measured copy bandwidth",
+                        "; {:.1} neighbour-list builds per 1000 steps; streams ~{CPU_BYTES_PER_PARTICLE_STEP:.0} B/particle-step: {:.1} GB/s of {:.1} GB/s measured copy bandwidth",
+                        info.rebuilds_per_1000,
                         rate * CPU_BYTES_PER_PARTICLE_STEP / 1e9,
                         bandwidth / 1e9
                     );
                 }
-                if overflows > 0 {
-                    notes += &format!("; {overflows} contact-slot overflows ({slots} slots)");
+                if info.overflows > 0 {
+                    notes += &format!(
+                        "; {} contact-slot overflows ({slots} slots)",
+                        info.overflows
+                    );
                 }
                 rows.push(Row {
                     group: "particle simulation",
@@ -230,6 +280,8 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             }
         }
     }
+    // The ball pit: a small scene, where the fixed cost of a step shows.
+    ball_pit(&mut rows, gpu.as_ref(), samples, quick);
     // Block-wise stepping (the state on the host, forces on the GPU one
     // block at a time) against the same GPU in core, on the smaller pack,
     // with a quarter of the in-core footprint as the budget.
@@ -266,4 +318,46 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     rows
+}
+
+/// The shipped ball pit (4 096 beads falling into a box): milliseconds per
+/// step on the CPU backend against the GPU path, where per-step overheads
+/// (thread hand-offs, serial stages, rebuilds) dominate.
+fn ball_pit(rows: &mut Vec<Row>, gpu: Option<&Arc<Gpu>>, samples: usize, quick: bool) {
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/ballpit.toml");
+    let steps = if quick { 200 } else { 2000 };
+    let cpu = pellet(&scene, None, 0, steps, samples);
+    let on_gpu = gpu.map(|g| pellet(&scene, Some(g), 0, steps / 10, samples));
+    let Ok((timing, info)) = cpu else {
+        eprintln!("bench: ball pit failed");
+        return;
+    };
+    let ms = |t: &Timing, k: u32| t.median_s * 1e3 / f64::from(k);
+    let gpu_timing = on_gpu.and_then(Result::ok).map(|(t, _)| Timing {
+        // Scaled to the same number of steps as the CPU run.
+        median_s: t.median_s * 10.0,
+        min_s: t.min_s * 10.0,
+        max_s: t.max_s * 10.0,
+        samples: t.samples,
+    });
+    rows.push(Row {
+        group: "particle simulation",
+        name: "ball pit, CPU backend vs GPU path".into(),
+        workload: format!("4096 beads falling into a box, {steps} steps from rest"),
+        notes: format!(
+            "CPU {:.3} ms/step (target < 0.3), {:.0} neighbour-list builds per 1000 steps{}",
+            ms(&timing, steps),
+            info.rebuilds_per_1000,
+            gpu_timing.as_ref().map_or(String::new(), |g| format!(
+                "; GPU path {:.3} ms/step ({} steps, scaled)",
+                ms(g, steps),
+                steps / 10
+            ))
+        ),
+        pellet: timing,
+        peer: gpu.map_or("GPU path (none here)".into(), |g| {
+            format!("Pellet GPU path ({})", g.report.name)
+        }),
+        peer_timing: gpu_timing,
+    });
 }
