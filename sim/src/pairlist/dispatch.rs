@@ -87,7 +87,11 @@ mod tests {
             for l in 0..LANES {
                 for a in 0..3 {
                     b.pi[a][l] = rnd(-0.02, 0.02);
-                    b.pj[a][l] = if round % 7 == 0 { b.pi[a][l] } else { rnd(-0.02, 0.02) };
+                    b.pj[a][l] = if round % 7 == 0 {
+                        b.pi[a][l]
+                    } else {
+                        rnd(-0.02, 0.02)
+                    };
                     b.vi[a][l] = rnd(-2.0, 2.0);
                     b.vj[a][l] = rnd(-2.0, 2.0);
                     b.wi[a][l] = rnd(-50.0, 50.0);
@@ -112,7 +116,12 @@ mod tests {
                     .flat_map(|v| v.map(f32::to_bits))
                     .collect()
             };
-            assert_eq!(bits(&wide), bits(&portable), "round {round} ({})", simd_level());
+            assert_eq!(
+                bits(&wide),
+                bits(&portable),
+                "round {round} ({})",
+                simd_level()
+            );
             assert_eq!(wide.touching, portable.touching);
         }
     }
