@@ -77,9 +77,15 @@ pub enum BakeError {
     /// A scene file is invalid.
     #[error(transparent)]
     Scene(#[from] SceneError),
-    /// Anything else, with the file it concerns in the message.
-    #[error("{0}")]
-    Invalid(String),
+    /// A file of a scene bake (a mesh, an object, the manifest) could not
+    /// be read or written.
+    #[error("{}: {reason}", path.display())]
+    File {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// What went wrong, e.g. the decoder's or the OS's message.
+        reason: String,
+    },
 }
 
 /// `the limit of N voxels`, `... particles`, or both: the limits exceeded.

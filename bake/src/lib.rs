@@ -8,7 +8,7 @@ pub mod bake_mesh;
 mod error;
 pub mod inspect;
 pub mod mesh;
-pub mod output;
+pub use pellet_formats::output;
 pub mod pack;
 pub mod preview;
 pub mod progress;

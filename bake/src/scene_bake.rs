@@ -54,7 +54,10 @@ pub struct SceneBakeReport {
 }
 
 fn io(path: &Path, e: impl std::fmt::Display) -> BakeError {
-    BakeError::Invalid(format!("{}: {e}", path.display()))
+    BakeError::File {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
 }
 
 /// Bodies already in `out` (from its manifest), by (mesh hash, settings hash).

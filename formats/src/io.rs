@@ -97,44 +97,19 @@ pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, FileReadErr
     Ok(bytes)
 }
 
-/// Checks, before any work, that a file can be written at `path`: it is not
-/// a folder, its folder exists, and a file can be created there (tried with
-/// a probe file that is removed at once). The message reads after the path.
-pub fn check_output_file(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err("is a folder; give a file name".into());
-    }
-    let name = path.file_name().ok_or("has no file name")?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(format!("folder {} does not exist", dir.display()));
-    }
-    let probe = dir.join(format!(
-        ".{}.{}.probe",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    match std::fs::File::create(&probe) {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(format!("cannot write in {}: {e}", dir.display())),
-    }
+/// Checks, before any work, that a file can be written at `path` (see
+/// [`Outputs::prepare`](crate::output::Outputs::prepare)): it is not a
+/// folder or a device, its folder exists, and a file can be created there
+/// (tried with a probe file that is removed at once). Nothing is left behind.
+pub fn check_output_file(path: &Path) -> Result<(), crate::output::OutputError> {
+    crate::output::Outputs::prepare(&[path], &[]).map(drop)
 }
 
 /// Checks, before any work, that files can be written into folder `dir`,
-/// creating it (and its parents) if needed. The message reads after the path.
-pub fn check_output_folder(dir: &Path) -> Result<(), String> {
-    if dir.exists() && !dir.is_dir() {
-        return Err("exists and is not a folder".into());
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the folder: {e}"))?;
-    check_output_file(&dir.join("probe"))
-        .map_err(|e| e.replace(&format!("in {}: ", dir.display()), ": "))
+/// creating it (and its parents) if needed (see
+/// [`prepare_folder`](crate::output::prepare_folder)).
+pub fn check_output_folder(dir: &Path) -> Result<(), crate::output::OutputError> {
+    crate::output::prepare_folder(dir)
 }
 
 /// Reads the file's bytes, never more than its header allows: the header is

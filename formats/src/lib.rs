@@ -23,6 +23,7 @@ pub mod distribution;
 pub mod error;
 pub mod estimate;
 pub mod io;
+pub mod output;
 pub mod points;
 pub mod scene;
 pub(crate) mod validate;

@@ -56,9 +56,11 @@ fn output_paths_are_checked_without_writing() {
     assert!(check_output_file(&dir.path().join("x.pellet")).is_ok());
     assert!(!dir.path().join("x.pellet").exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    let e = check_output_file(Path::new("/nodir/x.pellet")).unwrap_err();
+    let e = check_output_file(Path::new("/nodir/x.pellet"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("/nodir does not exist"), "{e}");
-    let e = check_output_file(dir.path()).unwrap_err();
+    let e = check_output_file(dir.path()).unwrap_err().to_string();
     assert!(e.contains("is a folder"), "{e}");
 }
 

@@ -14,11 +14,9 @@ pub fn generate(name: &str, n: usize, seed: u64) -> Result<Vec<[f32; 3]>, NnsErr
     let d = Distribution::ALL
         .into_iter()
         .find(|d| d.name() == name)
-        .ok_or_else(|| {
-            NnsError::Input(format!(
-                "unknown distribution {name:?} (one of {})",
-                NAMES.join(", ")
-            ))
+        .ok_or_else(|| NnsError::UnknownDistribution {
+            name: name.to_owned(),
+            known: NAMES.join(", "),
         })?;
     Ok(d.generate(n, seed)
         .into_iter()

@@ -27,20 +27,19 @@ impl CellGrid {
     /// cloud costs no more memory than a dense one).
     pub fn new(points: &[[f32; 3]], radius: f32, max_cells: u64) -> Result<Self, NnsError> {
         if points.len() >= u32::MAX as usize {
-            return Err(NnsError::Input(format!(
-                "{} points: at most {} are supported",
-                points.len(),
-                u32::MAX - 1
-            )));
+            return Err(NnsError::TooManyPoints {
+                points: points.len() as u64,
+                max: u64::from(u32::MAX - 1),
+            });
         }
         let mut lo = [f64::INFINITY; 3];
         let mut hi = [f64::NEG_INFINITY; 3];
-        for p in points {
+        for (index, p) in points.iter().enumerate() {
             for k in 0..3 {
                 if !p[k].is_finite() {
-                    return Err(NnsError::Input(
-                        "a point has a coordinate that is not finite".into(),
-                    ));
+                    return Err(NnsError::NonFinitePoint {
+                        index: index as u64,
+                    });
                 }
                 lo[k] = lo[k].min(f64::from(p[k]));
                 hi[k] = hi[k].max(f64::from(p[k]));

@@ -42,12 +42,70 @@ use tree::{Block, Footprint, Workload};
 /// Why a search could not run.
 #[derive(Debug, Error)]
 pub enum NnsError {
-    /// Bad points or settings.
-    #[error("{0}")]
-    Input(String),
-    /// The device budget cannot hold the work.
-    #[error("{0}")]
-    Budget(String),
+    /// More points than the search indexes.
+    #[error("{points} points: at most {max} are supported")]
+    TooManyPoints {
+        /// Points given.
+        points: u64,
+        /// The most supported.
+        max: u64,
+    },
+    /// A point with a NaN or infinite coordinate.
+    #[error("point {index} has a coordinate that is not finite")]
+    NonFinitePoint {
+        /// Index of the point.
+        index: u64,
+    },
+    /// A search radius that is not a positive number.
+    #[error("the radius must be a positive number, not {0}")]
+    BadRadius(f32),
+    /// A point distribution name that is not one of the generators'.
+    #[error("unknown distribution {name:?} (one of {known})")]
+    UnknownDistribution {
+        /// The name given.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// One cell of the grid alone needs more than a block may use.
+    #[error(
+        "one cell holds {points} points and needs about {bytes} bytes, more than the {budget} bytes a block may use (half the device budget: two blocks are resident at once)"
+    )]
+    CellTooLarge {
+        /// Points in the cell.
+        points: u64,
+        /// Its estimated footprint, bytes.
+        bytes: u64,
+        /// Bytes one block may use.
+        budget: u64,
+    },
+    /// A fixed block (`--block N`) needs more than a block may use.
+    #[error(
+        "a fixed block of {side}^3 cells at {at:?} needs about {bytes} bytes, more than the {budget} bytes a block may use (half the device budget: two blocks are resident at once); use smaller blocks or --block auto"
+    )]
+    FixedBlockTooLarge {
+        /// Cells per side.
+        side: u32,
+        /// Its first cell.
+        at: [u32; 3],
+        /// Its estimated footprint, bytes.
+        bytes: u64,
+        /// Bytes one block may use.
+        budget: u64,
+    },
+    /// A search thread panicked (a bug).
+    #[error("a search thread panicked")]
+    ThreadPanicked,
+    /// The assembled lists do not cover every point once (a bug).
+    #[error("internal: {searched} searches for {points} points (first unsearched: {missing:?})")]
+    Incomplete {
+        /// Searches done.
+        searched: u64,
+        /// Points.
+        points: u64,
+        /// The first point with no search, if any.
+        missing: Option<u64>,
+    },
     /// The GPU failed.
     #[error("GPU: {0}")]
     Gpu(#[from] GpuError),
@@ -228,10 +286,7 @@ pub fn search(
 ) -> Result<(Neighbours, NnsReport), NnsError> {
     let total_start = Instant::now();
     if !(options.radius.is_finite() && options.radius > 0.0) {
-        return Err(NnsError::Input(format!(
-            "the radius must be a positive number, not {}",
-            options.radius
-        )));
+        return Err(NnsError::BadRadius(options.radius));
     }
     let threads = options.threads.max(1);
     let mut report = NnsReport {
@@ -407,9 +462,7 @@ pub fn search(
         }
         let mut cpu_out = Vec::new();
         for w in workers {
-            let (lists, seconds) = w
-                .join()
-                .map_err(|_| NnsError::Input("a search thread panicked".into()))?;
+            let (lists, seconds) = w.join().map_err(|_| NnsError::ThreadPanicked)?;
             cpu_out.extend(lists);
             report.cpu_thread_s += seconds;
         }
@@ -503,15 +556,13 @@ fn assemble(n: usize, parts: impl Iterator<Item = Lists>) -> Result<Neighbours, 
             }
         });
     let searched: usize = parts.iter().map(|p| p.ids.len()).sum();
-    if let Some(missing) = counts.iter().position(|&c| c == u32::MAX) {
-        return Err(NnsError::Input(format!(
-            "internal: point {missing} was not searched"
-        )));
-    }
-    if searched != n {
-        return Err(NnsError::Input(format!(
-            "internal: {searched} searches for {n} points"
-        )));
+    let missing = counts.iter().position(|&c| c == u32::MAX);
+    if missing.is_some() || searched != n {
+        return Err(NnsError::Incomplete {
+            searched: searched as u64,
+            points: n as u64,
+            missing: missing.map(|m| m as u64),
+        });
     }
     let mut offsets = Vec::with_capacity(n + 1);
     let mut at = 0u64;

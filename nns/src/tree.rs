@@ -230,10 +230,11 @@ pub fn plan_auto(
                 stack.push(a);
             }
             None => {
-                return Err(NnsError::Budget(format!(
-                    "one cell holds {} points and needs about {} bytes, more than the {budget} bytes a block may use (half the device budget: two blocks are resident at once)",
-                    b.points, b.estimated_bytes
-                )));
+                return Err(NnsError::CellTooLarge {
+                    points: b.points,
+                    bytes: b.estimated_bytes,
+                    budget,
+                });
             }
         }
     }
@@ -260,10 +261,12 @@ pub fn plan_fixed(
                     continue;
                 }
                 if !model.fits(&b, budget) {
-                    return Err(NnsError::Budget(format!(
-                        "a fixed block of {side}^3 cells at {lo:?} needs about {} bytes, more than the {budget} bytes a block may use (half the device budget: two blocks are resident at once); use smaller blocks or --block auto",
-                        b.estimated_bytes
-                    )));
+                    return Err(NnsError::FixedBlockTooLarge {
+                        side,
+                        at: lo,
+                        bytes: b.estimated_bytes,
+                        budget,
+                    });
                 }
                 blocks.push(b);
             }

@@ -145,8 +145,7 @@ pub fn nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
         ("--report", &args.report),
     ] {
         if let Some(p) = path {
-            pellet_formats::io::check_output_file(p)
-                .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", p.display()))?;
+            pellet_formats::io::check_output_file(p).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
         }
     }
     let points: Vec<[f32; 3]> = if let Some(name) = &args.generate {

@@ -65,14 +65,13 @@ pub enum PlayerError {
         name: String,
     },
     /// An output path that could not be written, refused before the work.
-    #[error("{flag} {}: {problem}", path.display())]
+    #[error("{flag} {error}")]
     Output {
         /// The option, e.g. `--save`.
         flag: &'static str,
-        /// The path given.
-        path: PathBuf,
-        /// Why, e.g. `folder /nodir does not exist`.
-        problem: String,
+        /// Why (it names the path), e.g. `/nodir/a.pellet: the folder /nodir
+        /// does not exist`; shown in this message, so not a separate source.
+        error: pellet_formats::output::OutputError,
     },
     /// Writing a file during the run failed.
     #[error("cannot write {}: {error}", path.display())]

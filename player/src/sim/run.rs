@@ -395,19 +395,12 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> PlayerError + '_ {
 /// Refuses, before any loading or stepping, output paths that could not be
 /// written at the end: `--save`, `--stats`, `--save-dir`, `--out`.
 pub fn check_outputs(options: &RunOptions) -> Result<(), PlayerError> {
-    let output = |flag: &'static str, p: &Path| {
-        let path = p.to_path_buf();
-        move |problem: String| PlayerError::Output {
-            flag,
-            path,
-            problem,
-        }
-    };
+    let output = |flag: &'static str| move |error| PlayerError::Output { flag, error };
     let file = |flag: &'static str, p: &Path| {
-        pellet_formats::io::check_output_file(p).map_err(output(flag, p))
+        pellet_formats::io::check_output_file(p).map_err(output(flag))
     };
     let folder = |flag: &'static str, p: &Path| {
-        pellet_formats::io::check_output_folder(p).map_err(output(flag, p))
+        pellet_formats::io::check_output_folder(p).map_err(output(flag))
     };
     if let Some(p) = &options.save {
         file("--save", p)?;

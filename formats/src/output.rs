@@ -1,5 +1,8 @@
 //! [`Outputs`]: the files a command writes, checked before the work and
-//! replaced all together after it.
+//! replaced all together after it. Every Pellet binary checks its outputs
+//! here (`bake`'s files, `player run --save/--stats/--save-dir`, `player nns
+//! --out`), so an output is refused the same way, with the same words,
+//! everywhere.
 //!
 //! [`Outputs::prepare`] refuses an output that is one of the command's inputs
 //! (the same file by path, link or hard link), named twice, a folder or a
@@ -16,7 +19,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use pellet_formats::io::file_kind as kind;
+use crate::io::file_kind as kind;
 use thiserror::Error;
 
 /// Why an output cannot be written. Each message names the output file.
