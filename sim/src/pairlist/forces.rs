@@ -59,83 +59,89 @@ impl PairInputs<'_> {
         let mut touching = 0;
         let mut batch = PairLanes::default();
         let mut out = PairResults::default();
-        let mut start = k0;
-        while start < k1 {
-            let m = (k1 - start).min(LANES);
-            let ks = start..start + m;
-            let local = start - k0..start - k0 + m;
-            copy_lanes(&mut batch.kn, &self.kn[ks.clone()]);
-            copy_lanes(&mut batch.kt, &self.kt[ks.clone()]);
-            copy_lanes(&mut batch.mu, &self.mu[ks.clone()]);
-            copy_lanes(&mut batch.c, &self.damping[ks.clone()]);
-            copy_lanes(&mut batch.sign, &self.sign[ks.clone()]);
-            for a in 0..3 {
-                copy_lanes(&mut batch.xi[a], &c.spring[a][local.clone()]);
-            }
-            for (l, k) in ks.clone().enumerate() {
-                let (i, j) = (
-                    self.owner[k] as usize - base,
-                    self.partner[k] as usize - base,
-                );
-                let (pi, pj) = (c.pos[i], c.pos[j]);
-                let (vi, vj, wi, wj) = (c.vel[i], c.vel[j], c.angvel[i], c.angvel[j]);
-                for a in 0..4 {
-                    batch.pi[a][l] = pi[a];
-                    batch.pj[a][l] = pj[a];
+        // (owner, partner, pair) of each filled lane.
+        let mut which = [(0usize, 0usize, 0usize); LANES];
+        let mut used = 0;
+        let flush = |batch: &PairLanes,
+                     which: &[(usize, usize, usize)],
+                     out: &mut PairResults,
+                     c: &mut Chunk<'_>|
+         -> u32 {
+            dispatch::pair_forces(batch, mode.dt_hist, out);
+            let mut touching = 0;
+            for (l, &(i, j, k)) in which.iter().enumerate() {
+                if out.touching[l] {
+                    let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
+                    let (fi, ti) = (&mut c.force[i], &mut c.torque[i]);
+                    for a in 0..3 {
+                        fi[a] += out.f[a][l];
+                        ti[a] += out.tn[a][l] * ri;
+                    }
+                    let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
+                    for a in 0..3 {
+                        fj[a] -= out.f[a][l];
+                        tj[a] += out.tn[a][l] * rj;
+                    }
+                    touching += 1;
                 }
-                for a in 0..3 {
-                    batch.vi[a][l] = vi[a];
-                    batch.vj[a][l] = vj[a];
-                    batch.wi[a][l] = wi[a];
-                    batch.wj[a][l] = wj[a];
-                }
-            }
-            dispatch::pair_forces(&batch, mode.dt_hist, &mut out);
-            for (l, k) in ks.enumerate() {
-                if !out.touching[l] {
-                    continue;
-                }
-                let (i, j) = (
-                    self.owner[k] as usize - base,
-                    self.partner[k] as usize - base,
-                );
-                let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
-                let f = [out.f[0][l], out.f[1][l], out.f[2][l]];
-                let tn = [out.tn[0][l], out.tn[1][l], out.tn[2][l]];
-                let (fi, ti) = (&mut c.force[i], &mut c.torque[i]);
-                for a in 0..3 {
-                    fi[a] += f[a];
-                    ti[a] += tn[a] * ri;
-                }
-                let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
-                for a in 0..3 {
-                    fj[a] -= f[a];
-                    tj[a] += tn[a] * rj;
-                }
-                touching += 1;
-            }
-            if mode.commit {
-                for a in 0..3 {
-                    let dst = &mut c.spring[a][local.clone()];
-                    match <&mut [f32; LANES]>::try_from(&mut *dst) {
-                        Ok(full) => *full = out.xi[a],
-                        Err(_) => dst.copy_from_slice(&out.xi[a][..m]),
+                if mode.commit {
+                    for a in 0..3 {
+                        c.spring[a][k] = out.xi[a][l];
                     }
                 }
             }
-            start += m;
+            touching
+        };
+        for k in k0..k1 {
+            let (i, j) = (
+                self.owner[k] as usize - base,
+                self.partner[k] as usize - base,
+            );
+            let (pi, pj) = (c.pos[i], c.pos[j]);
+            // The lanes' own test, done first: listed pairs that do not
+            // touch only lose their spring (as the lanes would give them).
+            let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+            let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            let rsum = pi[3] + pj[3];
+            let local = k - k0;
+            let touching_now = dist2 < rsum * rsum; // false for NaN, as in the lanes
+            if !touching_now {
+                if mode.commit {
+                    for a in 0..3 {
+                        c.spring[a][local] = 0.0;
+                    }
+                }
+                continue;
+            }
+            let l = used;
+            let (vi, vj, wi, wj) = (c.vel[i], c.vel[j], c.angvel[i], c.angvel[j]);
+            for a in 0..4 {
+                batch.pi[a][l] = pi[a];
+                batch.pj[a][l] = pj[a];
+            }
+            for a in 0..3 {
+                batch.vi[a][l] = vi[a];
+                batch.vj[a][l] = vj[a];
+                batch.wi[a][l] = wi[a];
+                batch.wj[a][l] = wj[a];
+                batch.xi[a][l] = c.spring[a][local];
+            }
+            batch.kn[l] = self.kn[k];
+            batch.kt[l] = self.kt[k];
+            batch.mu[l] = self.mu[k];
+            batch.c[l] = self.damping[k];
+            batch.sign[l] = self.sign[k];
+            which[l] = (i, j, local);
+            used += 1;
+            if used == LANES {
+                touching += flush(&batch, &which, &mut out, c);
+                used = 0;
+            }
+        }
+        if used > 0 {
+            touching += flush(&batch, &which[..used], &mut out, c);
         }
         touching
-    }
-}
-
-/// `src` (at most [`LANES`] values) into the first lanes of `dst`, as one
-/// fixed-size move when the batch is full.
-#[inline(always)]
-fn copy_lanes(dst: &mut [f32; LANES], src: &[f32]) {
-    match <&[f32; LANES]>::try_from(src) {
-        Ok(full) => *dst = *full,
-        Err(_) => dst[..src.len()].copy_from_slice(src),
     }
 }
 
@@ -286,6 +292,15 @@ impl ParticleStart<'_> {
         for k in 0..c.pos.len() {
             let i = base + k;
             let (a, b) = (self.wall_row[i] as usize, self.wall_row[i + 1] as usize);
+            if a == b {
+                // No wall within reach: gravity only.
+                let v = c.vel[k];
+                let m_i = if v[3] > 0.0 { 1.0 / v[3] } else { 0.0 };
+                let g = scale(self.gravity, m_i);
+                c.force[k] = [g[0], g[1], g[2], 0.0];
+                c.torque[k] = [0.0; 4];
+                continue;
+            }
             let (f, t, n) = particle_start(
                 &c.pos[k],
                 &c.vel[k],
