@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Peer for the simple-cubic pack benchmark: runs liggghts_pack.in and prints
-# one JSON line built from LIGGGHTS' own timing of the last (timed) run:
+# Peer for the particle-simulation benchmarks: runs a deck and prints one
+# JSON line built from LIGGGHTS' own timing ("Loop time"):
 #   {"particles":A,"steps":S,"seconds":X,"procs":P,"particle_steps_per_s":..,"version":".."}
 #
-# usage: liggghts_run.sh N STEPS      (N^3 spheres; WARM env: warm-up steps, default 100)
+# usage: liggghts_run.sh N STEPS      simple-cubic pack (liggghts_pack.in), N^3 spheres;
+#                                     WARM env: untimed warm-up steps (default 100);
+#                                     times the last run only
+#        DECK=column liggghts_run.sh DATA STEPS
+#                                     small column (liggghts_column.in) read from the
+#                                     LIGGGHTS data file DATA (an absolute path); WARM
+#                                     env: steps behind the gate (default 10000), then
+#                                     STEPS after it opens; times both runs
 # env:   LIGGGHTS_PROCS=P  run on P MPI ranks with mpirun (default 1, no mpirun)
 # exit:  3 when LIGGGHTS is not installed, 2 on bad arguments, 1 when the run fails.
 set -euo pipefail
@@ -12,7 +19,18 @@ if [ $# -ne 2 ]; then
     echo "usage: $0 N STEPS" >&2
     exit 2
 fi
-n=$1 steps=$2 warm=${WARM:-100} procs=${LIGGGHTS_PROCS:-1}
+procs=${LIGGGHTS_PROCS:-1}
+case ${DECK:-pack} in
+    pack)
+        deck=liggghts_pack.in loops=last
+        vars=(-var n "$1" -var steps "$2" -var warm "${WARM:-100}") ;;
+    column)
+        deck=liggghts_column.in loops=all
+        vars=(-var data "$1" -var settle "${WARM:-10000}" -var collapse "$2") ;;
+    *)
+        echo "unknown DECK=${DECK} (pack or column)" >&2
+        exit 2 ;;
+esac
 
 bin=$(command -v liggghts || command -v lmp_auto || true)
 if [ -z "$bin" ]; then
@@ -20,7 +38,7 @@ if [ -z "$bin" ]; then
     exit 3
 fi
 
-deck="$(cd "$(dirname "$0")" && pwd)/liggghts_pack.in"
+deck="$(cd "$(dirname "$0")" && pwd)/$deck"
 work=$(mktemp -d)              # LIGGGHTS writes nothing into the repository
 trap 'rm -rf "$work"' EXIT
 
@@ -37,7 +55,7 @@ if [ "$procs" -gt 1 ]; then
 fi
 
 if ! (cd "$work" && "${launch[@]}" -in "$deck" -log none -echo none \
-        -var n "$n" -var steps "$steps" -var warm "$warm" >out.txt 2>&1); then
+        "${vars[@]}" >out.txt 2>&1); then
     tail -20 "$work/out.txt" >&2
     exit 1
 fi
@@ -48,15 +66,18 @@ version=$(sed -n 's/^LIGGGHTS (Version \([^,]*\),.*/\1/p' "$work/out.txt" | head
 pkg=$(dpkg-query -W -f='${Version}' liggghts 2>/dev/null || true)
 [ -n "$pkg" ] && version="$version (debian $pkg)"
 
-# "Loop time of X on P procs for S steps with A atoms[, finish time ...]"; last one is the timed run.
-tail_line=$(grep '^Loop time of' "$work/out.txt" | tail -1)
-if [ -z "$tail_line" ]; then
+# "Loop time of X on P procs for S steps with A atoms[, finish time ...]":
+# the pack times its last run, the column all of them.
+loop_lines=$(grep '^Loop time of' "$work/out.txt" || true)
+[ "$loops" = last ] && loop_lines=$(tail -1 <<<"$loop_lines")
+if [ -z "$loop_lines" ]; then
     echo "no 'Loop time' line in LIGGGHTS output" >&2
     tail -20 "$work/out.txt" >&2
     exit 1
 fi
 awk -v v="$version" '{
-    x = $4; p = $6; s = $9; a = $12; sub(/,$/, "", a)
+    x += $4; p = $6; s += $9; a = $12; sub(/,$/, "", a)
+} END {
     printf "{\"particles\":%d,\"steps\":%d,\"seconds\":%.6g,\"procs\":%d,\"particle_steps_per_s\":%.6g,\"version\":\"%s\"}\n",
         a, s, x, p, a * s / x, v
-}' <<<"$tail_line"
+}' <<<"$loop_lines"

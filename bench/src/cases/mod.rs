@@ -3,6 +3,7 @@
 
 pub mod bake_mesh;
 pub mod bodies;
+pub mod column;
 pub mod formats;
 pub mod neighbour_model;
 pub mod nns;

@@ -34,11 +34,11 @@ pub const CPU_BYTES_PER_PARTICLE_STEP: f64 = 392.0;
 
 /// What a timed run reports besides its time.
 #[derive(Debug, Clone, Copy, Default)]
-struct RunInfo {
+pub(crate) struct RunInfo {
     /// Contact-slot overflows (GPU path).
-    overflows: u64,
+    pub(crate) overflows: u64,
     /// Neighbour-list builds per 1000 steps (CPU backend), over the timed steps.
-    rebuilds_per_1000: f64,
+    pub(crate) rebuilds_per_1000: f64,
 }
 
 fn scene_toml(n: u32, slots: u32) -> String {
@@ -52,7 +52,7 @@ fn scene_toml(n: u32, slots: u32) -> String {
 }
 
 /// Median wall time of `steps` steps after `warm` untimed ones, fresh each sample.
-fn pellet(
+pub(crate) fn pellet(
     scene: &Path,
     gpu: Option<&Arc<Gpu>>,
     warm: u32,
@@ -109,15 +109,30 @@ fn pellet_within(
     ))
 }
 
-/// LIGGGHTS' own loop time for `steps` steps after `warm`, on `procs` ranks.
+/// LIGGGHTS' own loop time for `steps` steps of the pack after `warm`, on `procs` ranks.
 fn liggghts(n: u32, warm: u32, steps: u32, procs: u32, samples: usize) -> Option<Timing> {
+    liggghts_deck("pack", &n.to_string(), warm, steps, procs, samples)
+}
+
+/// LIGGGHTS' own loop time on `deck` (`bench/peers/liggghts_run.sh`'s
+/// `DECK`: `pack` or `column`) with its first argument `arg`, on `procs`
+/// ranks, median of `samples` runs.
+pub(crate) fn liggghts_deck(
+    deck: &str,
+    arg: &str,
+    warm: u32,
+    steps: u32,
+    procs: u32,
+    samples: usize,
+) -> Option<Timing> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/liggghts_run.sh");
     let mut runs = Vec::new();
     for _ in 0..samples {
         let out = Command::new("bash")
             .arg(&script)
-            .arg(n.to_string())
+            .arg(arg)
             .arg(steps.to_string())
+            .env("DECK", deck)
             .env("WARM", warm.to_string())
             .env("LIGGGHTS_PROCS", procs.to_string())
             .output()
@@ -280,7 +295,9 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             }
         }
     }
-    // The ball pit: a small scene, where the fixed cost of a step shows.
+    // The small column against LIGGGHTS, and the ball pit: small scenes,
+    // where the fixed cost of a step shows.
+    super::column::run(&mut rows, &dir, gpu.as_ref(), samples, quick);
     ball_pit(&mut rows, gpu.as_ref(), samples, quick);
     // Block-wise stepping (the state on the host, forces on the GPU one
     // block at a time) against the same GPU in core, on the smaller pack,
