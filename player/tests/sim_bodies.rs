@@ -241,7 +241,7 @@ fn body_kernels_match_the_cpu_and_mixed_runs_are_deterministic() {
 
     // Stage by stage from identical inputs.
     let mut cpu = CpuSim::new(&s);
-    let mut gs = GpuSim::new(gpu.clone(), &s).unwrap();
+    let mut gs = GpuSim::sorting(gpu.clone(), &s).unwrap();
     cpu.sort(false);
     cpu.compute_forces(ForceKind::Prime);
     for _ in 0..3 {

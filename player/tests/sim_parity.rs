@@ -41,7 +41,7 @@ fn close(what: &str, a: &[[f32; 4]], b: &[[f32; 4]], abs: f32, rel: f32) {
 fn compare_stages(setup: &SimSetup, rk2: bool) {
     let gpu = gpu();
     let mut cpu = CpuSim::new(setup);
-    let mut gs = GpuSim::new(gpu, setup).unwrap();
+    let mut gs = GpuSim::sorting(gpu, setup).unwrap();
     let slots = setup.slots as usize;
 
     // A first sort and force so the state has history and forces.

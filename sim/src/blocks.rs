@@ -66,10 +66,31 @@ pub fn fixed_bytes(setup: &SimSetup) -> u64 {
     3 * keys * 4 + scan + small
 }
 
-/// Device bytes the whole scene needs in core.
-pub fn in_core_bytes(setup: &SimSetup) -> u64 {
+/// Device bytes the whole scene needs in core, sorting every step with
+/// `slots` history slots ([`Listing::SortEveryStep`](crate::gpu::Listing)).
+pub fn sorting_bytes(setup: &SimSetup) -> u64 {
     fixed_bytes(setup)
         + setup.particles.len() as u64 * bytes_per_particle(setup.slots, setup.integrator)
+}
+
+/// Pair buffers' bytes per pair: partner, spring, force, torque term,
+/// partner entry, the old spring.
+pub const BYTES_PER_PAIR: u64 = 4 + 16 + 16 + 16 + 4 + 16;
+
+/// Device bytes the whole scene needs in core on the pair-list path (the
+/// default): [`sorting_bytes`] with one slot, the list's rows, build
+/// positions and wall springs, and the pair buffers at their first capacity
+/// of eight pairs per particle (they grow if a build needs more).
+pub fn in_core_bytes(setup: &SimSetup) -> u64 {
+    let n = setup.particles.len() as u64;
+    let walls = setup.walls.len() as u64;
+    let rows = 5 * 4 + 16 + 2 * 16 * walls; // counts, starts, old starts; pos_ref; wall springs
+    let pairs = (8 * n).max(1024) * BYTES_PER_PAIR;
+    let cells = setup
+        .for_pair_list()
+        .map(|s| fixed_bytes(&s))
+        .unwrap_or_else(|_| fixed_bytes(setup));
+    cells + n * (bytes_per_particle(1, setup.integrator) + rows) + pairs + 2 * (n + 1) / 255 * 12
 }
 
 /// One block: the particles it computes (`inner`) and those it uploads
@@ -201,7 +222,7 @@ impl BlockSim {
         block_setup.particles.angvel.truncate(capacity);
         block_setup.particles.meta.truncate(capacity);
         block_setup.particles.local.truncate(capacity);
-        let device = GpuSim::new(gpu, &block_setup)?;
+        let device = GpuSim::sorting(gpu, &block_setup)?;
         let stats = BlockStats {
             budget,
             in_core_bytes: in_core_bytes(setup),

@@ -49,8 +49,8 @@ pub struct StepStats {
     /// Touching contacts that found no free history slot, since the start
     /// (GPU path; the CPU engine has no slots).
     pub slot_overflows: u64,
-    /// Neighbour-list builds since the start (the CPU engine rebuilds when
-    /// a particle has moved half the skin; the GPU path sorts every step).
+    /// Neighbour-list builds since the start (both engines rebuild when a
+    /// particle has moved half the skin; block-wise stepping sorts every step).
     pub rebuilds: u64,
     /// Wall-clock milliseconds per step since the last stats line.
     pub ms_per_step: f64,
@@ -73,7 +73,7 @@ impl Simulation {
     /// Starts `setup` on the GPU.
     pub fn gpu(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
         let mut sim = GpuSim::new(gpu, setup)?;
-        sim.prime();
+        sim.prime()?;
         Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
     }
 
@@ -85,7 +85,7 @@ impl Simulation {
         shaders: &SimShaders,
     ) -> Result<Self, SimError> {
         let mut sim = GpuSim::with_shaders(gpu, setup, shaders)?;
-        sim.prime();
+        sim.prime()?;
         Ok(Self::with(Engine::Gpu(Box::new(sim)), setup))
     }
 
@@ -180,7 +180,7 @@ impl Simulation {
     /// value is still finite.
     pub fn advance(&mut self, steps: u32) -> Result<(), SimError> {
         match &mut self.engine {
-            Engine::Gpu(g) => g.advance(steps),
+            Engine::Gpu(g) => g.advance(steps)?,
             Engine::Cpu(c) => c.advance(steps),
             Engine::Blocks(b) => b.advance(steps)?,
         }
@@ -260,7 +260,8 @@ impl Simulation {
             slot_overflows: u64::from(counters[Counter::Overflows as usize]),
             rebuilds: match &self.engine {
                 Engine::Cpu(c) => c.rebuilds,
-                Engine::Gpu(_) | Engine::Blocks(_) => self.steps + 1,
+                Engine::Gpu(g) => g.rebuilds(),
+                Engine::Blocks(_) => self.steps + 1,
             },
             ms_per_step,
         })

@@ -34,7 +34,7 @@ fn params_members() -> Vec<(&'static str, usize)> {
         ("dt", offset_of!(Params, dt)),
         ("inv_cell", offset_of!(Params, inv_cell)),
         ("body_count", offset_of!(Params, body_count)),
-        ("pad1", offset_of!(Params, pad)),
+        ("skin", offset_of!(Params, skin)),
         ("lo_x", offset_of!(Params, domain_min)),
         ("lo_y", offset_of!(Params, domain_min) + f),
         ("lo_z", offset_of!(Params, domain_min) + 2 * f),

@@ -48,6 +48,39 @@ pub(super) const B_BODY_TORQUE: u32 = 37;
 pub(super) const B_LOCAL: u32 = 38;
 pub(super) const B_LOCAL_OUT: u32 = 39;
 pub(super) const B_INV_INDEX: u32 = 40;
+pub(super) const B_POS_REF: u32 = 41;
+pub(super) const B_ROW_COUNT: u32 = 42;
+pub(super) const B_PAIR_START: u32 = 43;
+pub(super) const B_LOW_COUNT: u32 = 44;
+pub(super) const B_LOW_START: u32 = 45;
+pub(super) const B_PAIR_J: u32 = 46;
+pub(super) const B_PAIR_HIST: u32 = 47;
+pub(super) const B_PAIR_FORCE: u32 = 48;
+pub(super) const B_PAIR_TORQUE: u32 = 49;
+pub(super) const B_LOW_INDEX: u32 = 50;
+pub(super) const B_OLD_START: u32 = 51;
+pub(super) const B_OLD_HIST: u32 = 52;
+pub(super) const B_WALL_HIST: u32 = 53;
+pub(super) const B_WALL_HIST_OLD: u32 = 54;
+pub(super) const B_LIST_STATE: u32 = 55;
+pub(super) const B_DISPATCH_ARGS: u32 = 56;
+pub(super) const B_DISPATCH_TEMPLATE: u32 = 57;
+
+/// The kernels of stage `pairs` (each gets one bind group per force kind).
+pub(super) const PAIR_KERNELS: [&str; 12] = [
+    "skin_check",
+    "list_gate",
+    "list_halt",
+    "save_list",
+    "clear_cells",
+    "commit_reorder",
+    "commit_rk2",
+    "pair_count",
+    "pair_fill",
+    "pair_fill_low",
+    "pair_forces",
+    "particle_forces",
+];
 
 pub(super) const PARTICLE_KERNELS: [&str; 12] = [
     "body_particles",

@@ -14,7 +14,7 @@ use crate::setup::{PairParams, SimSetup};
 use crate::stages::common::{BodyGpu, ModeGpu, Params, ScanLenGpu};
 use crate::{Counter, HostState, NUM_COUNTERS, SimError};
 
-const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+pub(super) const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
 const UNIFORM: wgpu::BufferUsages = wgpu::BufferUsages::UNIFORM.union(wgpu::BufferUsages::COPY_DST);
@@ -53,7 +53,7 @@ pub(super) fn check_limits(gpu: &Gpu, params: &Params) -> Result<(), SimError> {
 }
 
 /// A buffer holding `bytes`.
-fn init_buffer(
+pub(super) fn init_buffer(
     device: &wgpu::Device,
     label: &str,
     bytes: &[u8],
@@ -77,7 +77,7 @@ fn init_buffer(
 }
 
 /// A zeroed storage buffer of `size` bytes (at least 16).
-fn zeroed_buffer(device: &wgpu::Device, label: &str, size: usize) -> wgpu::Buffer {
+pub(super) fn zeroed_buffer(device: &wgpu::Device, label: &str, size: usize) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: size.max(16) as u64,
@@ -198,19 +198,21 @@ pub(super) fn create_mode_buffers(device: &wgpu::Device, dt: f32) -> [wgpu::Buff
     })
 }
 
-/// Prefix-sum levels over cell_count (`num_keys + 1` entries), and the
-/// buffers they alone hold.
+/// Prefix-sum levels over binding `input` (`len` entries) into binding
+/// `output`, and the buffers they alone hold.
 pub(super) fn create_scan_levels(
     device: &wgpu::Device,
     kernels: &BTreeMap<&'static str, Kernel>,
     buffers: &BTreeMap<u32, wgpu::Buffer>,
-    num_keys: u32,
+    (input, output): (u32, u32),
+    len: u32,
 ) -> (Vec<ScanLevel>, Vec<wgpu::Buffer>) {
+    let (input_binding, output_binding) = (input, output);
     let make_group = |name: &str, overrides: &[(u32, &wgpu::Buffer)]| {
         make_group(device, kernels, buffers, name, overrides)
     };
     let mut scan_buffers = Vec::new();
-    let mut lens = vec![num_keys + 1];
+    let mut lens = vec![len];
     while *lens.last().unwrap_or(&1) > WG {
         let last = *lens.last().unwrap_or(&1);
         lens.push(last.div_ceil(WG));
@@ -239,11 +241,11 @@ pub(super) fn create_scan_levels(
     let mut scan_levels = Vec::new();
     for l in 0..lens.len() {
         let input = if l == 0 {
-            &buffers[&B_CELL_COUNT]
+            &buffers[&input_binding]
         } else {
             &sums[l - 1]
         };
-        let output = outs[l].as_ref().unwrap_or(&buffers[&B_CELL_START]);
+        let output = outs[l].as_ref().unwrap_or(&buffers[&output_binding]);
         let block = make_group(
             "scan_block",
             &[

@@ -6,7 +6,7 @@ use pellet_gpu::{dispatch_2d, wgpu};
 
 use super::bindings::*;
 use super::{GpuSim, WG};
-use crate::ForceKind;
+use crate::{ForceKind, SimError};
 
 fn groups_for(count: u32) -> [u32; 3] {
     dispatch_2d(count.div_ceil(WG).max(1))
@@ -175,26 +175,45 @@ impl GpuSim {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("sim") })
     }
 
-    /// Sorts and evaluates the first forces (velocity Verlet needs them
-    /// before its first half kick); new contacts start with no tangential stretch.
-    pub fn prime(&mut self) {
+    /// Sorts (builds the pair list) and evaluates the first forces (velocity
+    /// Verlet needs them before its first half kick); new contacts start
+    /// with no tangential stretch.
+    pub fn prime(&mut self) -> Result<(), SimError> {
         let mut enc = self.encoder();
+        if self.list.is_some() {
+            self.encode_list_prime(&mut enc);
+            self.submit(enc);
+            self.rebuilds = self.finish_list_batch(self.step)?;
+            return Ok(());
+        }
         self.encode_sort(&mut enc, false);
         self.encode_pass(&mut enc, "prime", |s, p| {
             s.encode_forces(p, ForceKind::Prime);
             s.body_kernel(p, "body_reduce");
         });
         self.submit(enc);
+        Ok(())
     }
 
-    /// Records and submits `steps` whole steps in one command buffer.
-    pub fn advance(&mut self, steps: u32) {
+    /// Records and submits `steps` whole steps in one command buffer. On
+    /// the pair-list path it then waits for the batch (to grow the pair
+    /// buffers and resume, should a rebuild have outgrown them).
+    pub fn advance(&mut self, steps: u32) -> Result<(), SimError> {
         let mut enc = self.encoder();
         for _ in 0..steps {
-            self.encode_step(&mut enc);
+            if self.list.is_some() {
+                self.encode_list_step(&mut enc);
+            } else {
+                self.encode_step(&mut enc);
+            }
         }
         self.submit(enc);
-        self.step += steps;
+        let wanted = self.step + steps;
+        if self.list.is_some() {
+            self.rebuilds = self.finish_list_batch(wanted)?;
+        }
+        self.step = wanted;
+        Ok(())
     }
 
     // ---- single stages, for the parity tests --------------------------------

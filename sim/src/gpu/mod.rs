@@ -8,7 +8,13 @@
 //! - `bindings.rs`: the binding numbers, the kernels, reflection and bind groups;
 //! - `buffers.rs`: buffer creation (checked against the device's limits) and uploads;
 //! - `encode.rs`: dispatches, the counting sort, steps and single stages;
+//! - `pairs.rs`: the pair-list path (a neighbour list with a skin, rebuilt
+//!   when the device finds it due, every dispatch gated on the device);
 //! - `readback.rs`: downloads, counters and the kinetic energy.
+//!
+//! Two ways to find contacts ([`Listing`]): the pair list (the default, in
+//! core), and sorting every step with per-particle history slots (block-wise
+//! stepping, whose blocks change every step, and the older stage tests).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,6 +30,7 @@ use crate::stages::common::Params;
 mod bindings;
 mod buffers;
 mod encode;
+mod pairs;
 mod readback;
 
 use bindings::{B_META, B_MODE, B_POS, B_VEL, Kernel, PARTICLE_KERNELS};
@@ -63,6 +70,17 @@ pub struct BlockOutput {
     pub hist: Vec<[f32; 4]>,
 }
 
+/// How the GPU path finds contacts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// A half pair list with a skin, springs beside the pairs, rebuilt when
+    /// a particle has moved half the skin (`stages/pairs.wgsl`).
+    PairList,
+    /// Sort every step and search the 27 cells from both sides, springs in
+    /// per-particle slots (`stages/sort.wgsl`, `stages/forces.wgsl`).
+    SortEveryStep,
+}
+
 /// The GPU simulation's buffers and kernels.
 pub struct GpuSim {
     gpu: Arc<Gpu>,
@@ -81,6 +99,10 @@ pub struct GpuSim {
     step: u32,
     /// `compute_forces` evaluates particles `first..end` (all by default).
     force_range: (u32, u32),
+    /// The pair list's state (the pair-list path only).
+    list: Option<pairs::ListGpu>,
+    /// Rebuilds of the pair list so far (read after each batch).
+    rebuilds: u32,
 }
 
 impl std::fmt::Debug for GpuSim {
@@ -113,9 +135,16 @@ pub type GridBuffers = (Vec<u32>, Vec<u32>, Vec<u32>);
 pub use pellet_gpu::validate_wgsl;
 
 impl GpuSim {
-    /// Uploads `setup` (particles in input order, no history) to `gpu`.
+    /// Uploads `setup` (particles in input order, no history) to `gpu`, on
+    /// the pair-list path.
     pub fn new(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
         Self::with_shaders(gpu, setup, &SimShaders::builtin())
+    }
+
+    /// As [`GpuSim::new`], sorting every step with history slots (what
+    /// block-wise stepping drives, and the oracle [`CpuSim`](crate::cpu::CpuSim) mirrors).
+    pub fn sorting(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
+        Self::with_options(gpu, setup, &SimShaders::builtin(), Listing::SortEveryStep)
     }
 
     /// As [`GpuSim::new`], with the kernels compiled from `shaders` instead
@@ -128,9 +157,32 @@ impl GpuSim {
         setup: &SimSetup,
         shaders: &SimShaders,
     ) -> Result<Self, SimError> {
+        Self::with_options(gpu, setup, shaders, Listing::PairList)
+    }
+
+    /// The general constructor: `shaders`, and how contacts are found.
+    pub fn with_options(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        shaders: &SimShaders,
+        listing: Listing,
+    ) -> Result<Self, SimError> {
         let stages = shaders.compile()?;
+        let list_setup;
+        let setup = match listing {
+            Listing::PairList => {
+                list_setup = setup.for_pair_list()?;
+                &list_setup
+            }
+            Listing::SortEveryStep => setup,
+        };
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let built = Self::build(gpu.clone(), setup, &stages);
+        let built = Self::build(gpu.clone(), setup, &stages).and_then(|mut sim| {
+            if listing == Listing::PairList {
+                sim.init_list()?;
+            }
+            Ok(sim)
+        });
         let scope = pollster::block_on(scope.pop());
         match (built, scope) {
             (Err(e), _) => Err(e),
@@ -171,8 +223,13 @@ impl GpuSim {
             groups.insert(name, make_group(name, &[]));
         }
         let tick_group = make_group("tick", &[]);
-        let (scan_levels, scan_buffers) =
-            buffers::create_scan_levels(device, &kernels, &buffers, params.num_keys);
+        let (scan_levels, scan_buffers) = buffers::create_scan_levels(
+            device,
+            &kernels,
+            &buffers,
+            (bindings::B_CELL_COUNT, bindings::B_CELL_START),
+            params.num_keys + 1,
+        );
 
         Ok(Self {
             gpu,
@@ -189,6 +246,8 @@ impl GpuSim {
             _scan_buffers: scan_buffers,
             step: 0,
             force_range: (0, u32::MAX),
+            list: None,
+            rebuilds: 0,
         })
     }
 
@@ -224,5 +283,24 @@ impl GpuSim {
     /// Steps recorded so far.
     pub fn steps(&self) -> u32 {
         self.step
+    }
+
+    /// How this simulation finds contacts.
+    pub fn listing(&self) -> Listing {
+        if self.list.is_some() {
+            Listing::PairList
+        } else {
+            Listing::SortEveryStep
+        }
+    }
+
+    /// Pair-list rebuilds so far (as of the last finished batch); on the
+    /// sort-every-step path, one per step and the first.
+    pub fn rebuilds(&self) -> u64 {
+        if self.list.is_some() {
+            u64::from(self.rebuilds)
+        } else {
+            u64::from(self.step) + 1
+        }
     }
 }

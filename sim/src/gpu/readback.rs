@@ -10,7 +10,11 @@ use crate::stages::bodies::BodyGpu;
 use crate::{HostState, NUM_COUNTERS, SimError};
 
 impl GpuSim {
-    fn read<T: bytemuck::Pod>(&self, binding: u32, len: usize) -> Result<Vec<T>, SimError> {
+    pub(super) fn read<T: bytemuck::Pod>(
+        &self,
+        binding: u32,
+        len: usize,
+    ) -> Result<Vec<T>, SimError> {
         let bytes = read_buffer(&self.gpu.device, &self.gpu.queue, &self.buffers[&binding])?;
         let mut v: Vec<T> = bytemuck::pod_collect_to_vec(&bytes);
         v.truncate(len);

@@ -68,7 +68,7 @@ impl SimSetup {
             dt: self.dt as f32,
             inv_cell: 1.0 / g.cell_size,
             body_count: self.bodies.len() as u32,
-            pad: 0,
+            skin: self.skin.max(0.0),
             domain_min: self.domain_min,
             closed_faces: self.closed_faces,
             domain_max: self.domain_max,

@@ -471,4 +471,27 @@ impl SimSetup {
     pub fn material_count(&self) -> u32 {
         self.material_names.len() as u32
     }
+
+    /// This setup as the GPU pair-list path runs it: cells of edge
+    /// `2 r_max + skin` (dense or hashed as before), one history slot (the
+    /// springs live with the pairs).
+    pub fn for_pair_list(&self) -> Result<Self, SimError> {
+        let r_max = 0.5 * self.grid.cell_size;
+        let cell = 2.0 * r_max + self.skin.max(0.0);
+        let mode = if self.grid.hashed {
+            GridMode::Hashed
+        } else {
+            GridMode::Dense
+        };
+        let mut out = self.clone();
+        out.grid = GridSpec::new(
+            self.grid.origin,
+            self.domain_max,
+            cell,
+            self.particles.len(),
+            mode,
+        )?;
+        out.slots = 1;
+        Ok(out)
+    }
 }

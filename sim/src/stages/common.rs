@@ -36,8 +36,9 @@ pub struct Params {
     pub inv_cell: f32,
     /// Number of rigid bodies.
     pub body_count: u32,
-    /// Padding to 16 bytes.
-    pub pad: u32,
+    /// Neighbour-list skin, metres (`simulation.skin`; the GPU pair list
+    /// lists pairs closer than `r_i + r_j + skin`).
+    pub skin: f32,
     /// Domain lower corner, metres.
     pub domain_min: [f32; 3],
     /// Closed domain faces ([`SimSetup::closed_faces`](crate::SimSetup::closed_faces)).

@@ -28,7 +28,8 @@ struct Params {
     dt: f32,
     inv_cell: f32,
     body_count: u32,
-    pad1: u32,
+    // Neighbour-list skin, metres (the pair-list path).
+    skin: f32,
     lo_x: f32,
     lo_y: f32,
     lo_z: f32,
@@ -137,6 +138,37 @@ const C_ESCAPE_ID: u32 = 7u;
 // Current (sorted) index of each particle id.
 @group(0) @binding(40) var<storage, read_write> inv_index: array<u32>;
 
+// The pair list (stage `pairs`): a half list in CSR, each pair once (the
+// later particle in cell order is the partner), its tangential spring
+// beside it, rebuilt when a particle has moved half the skin.
+// Positions at the last build.
+@group(0) @binding(41) var<storage, read_write> pos_ref: array<vec4<f32>>;
+// Pairs owned by each particle (n + 1 entries; the scan's input) and their first index.
+@group(0) @binding(42) var<storage, read_write> row_count: array<u32>;
+@group(0) @binding(43) var<storage, read_write> pair_start: array<u32>;
+// Pairs in which each particle is the partner, and where its entries start.
+@group(0) @binding(44) var<storage, read_write> low_count: array<u32>;
+@group(0) @binding(45) var<storage, read_write> low_start: array<u32>;
+// Per pair: the partner (current index); the spring (xyz, m, in the owner's
+// view) and the partner's persistent id (w, as bits).
+@group(0) @binding(46) var<storage, read_write> pair_j: array<u32>;
+@group(0) @binding(47) var<storage, read_write> pair_hist: array<vec4<f32>>;
+// Per pair: force on the owner (xyz, N) and the torque arm term f_t x n (xyz, N).
+@group(0) @binding(48) var<storage, read_write> pair_force: array<vec4<f32>>;
+@group(0) @binding(49) var<storage, read_write> pair_torque: array<vec4<f32>>;
+// Per partner entry: the pair's index.
+@group(0) @binding(50) var<storage, read_write> low_index: array<u32>;
+// The previous list's row starts and springs (indexed by the order before the rebuild's sort).
+@group(0) @binding(51) var<storage, read_write> old_start: array<u32>;
+@group(0) @binding(52) var<storage, read_write> old_hist: array<vec4<f32>>;
+// Spring with each wall, wall_count per particle, and the copy a rebuild gathers from.
+@group(0) @binding(53) var<storage, read_write> wall_hist: array<vec4<f32>>;
+@group(0) @binding(54) var<storage, read_write> wall_hist_old: array<vec4<f32>>;
+// List state (LS_* in pairs.wgsl) and the indirect dispatches it gates.
+@group(0) @binding(55) var<storage, read_write> list_state: array<atomic<u32>>;
+@group(0) @binding(56) var<storage, read_write> dispatch_args: array<u32>;
+@group(0) @binding(57) var<storage, read_write> dispatch_template: array<vec4<u32>>;
+
 fn flat_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
 }
@@ -200,4 +232,37 @@ fn check_finite(i: u32, p: vec4<f32>, v: vec4<f32>, w: vec4<f32>) {
             atomicMin(&counters[C_ESCAPE_ID], pinfo[i].x);
         }
     }
+}
+
+// The contact model (contact_force_damped in forces.rs): force on the
+// particle, its tangential part and the new tangential spring, for normal
+// `n` (from the partner to the particle), overlap `delta`, relative
+// velocity `vr`, `wsum` = w_i r_i + w_j r_j, damping `c` (N s/m), normal
+// and tangential stiffness (N/m), friction, the stored spring and the time
+// it is extended over.
+struct ContactOut {
+    f: vec3<f32>,
+    ft: vec3<f32>,
+    xi: vec3<f32>,
+}
+
+fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, c: f32, kn: f32, kt: f32, mu: f32, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+    let vn = dot(vr, n);
+    let vc = vr - cross(wsum, n);
+    let vt = vc - n * dot(vc, n);
+    let fn_mag = kn * delta - c * vn;
+    let xi_rot = xi_old - n * dot(xi_old, n);
+    var xi = xi_rot + vt * dt_hist;
+    var ft = xi * (-kt) - vt * c;
+    let ft_max = mu * abs(fn_mag);
+    let ft2 = dot(ft, ft);
+    if (ft2 > ft_max * ft_max) {
+        ft = ft * (ft_max / sqrt(ft2));
+        if (kt > 0.0) {
+            xi = (ft + vt * c) * (-1.0 / kt);
+        } else {
+            xi = vec3<f32>(0.0);
+        }
+    }
+    return ContactOut(n * fn_mag + ft, ft, xi);
 }

@@ -12,38 +12,12 @@ struct Acc {
     overflow: u32,
 }
 
-struct ContactOut {
-    f: vec3<f32>,
-    ft: vec3<f32>,
-    xi: vec3<f32>,
-}
-
 fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
-    let kn = pa.x;
-    let kt = pa.y;
-    let mu = pa.z;
-    let vn = dot(vr, n);
-    let vc = vr - cross(wsum, n);
-    let vt = vc - n * dot(vc, n);
     var c = pb.x;
     if (!(pb.x > 0.0)) {
-        c = pa.w * sqrt(m_eff * kn);
+        c = pa.w * sqrt(m_eff * pa.x);
     }
-    let fn_mag = kn * delta - c * vn;
-    let xi_rot = xi_old - n * dot(xi_old, n);
-    var xi = xi_rot + vt * dt_hist;
-    var ft = xi * (-kt) - vt * c;
-    let ft_max = mu * abs(fn_mag);
-    let ft2 = dot(ft, ft);
-    if (ft2 > ft_max * ft_max) {
-        ft = ft * (ft_max / sqrt(ft2));
-        if (kt > 0.0) {
-            xi = (ft + vt * c) * (-1.0 / kt);
-        } else {
-            xi = vec3<f32>(0.0);
-        }
-    }
-    return ContactOut(n * fn_mag + ft, ft, xi);
+    return contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, xi_old, dt_hist);
 }
 
 fn find_history(i: u32, old_count: u32, partner: u32) -> vec3<f32> {

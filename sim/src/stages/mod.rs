@@ -8,6 +8,7 @@
 //! | `integrate` | `verlet_begin`, `verlet_end`, `rk2_mid`, `rk2_end`, `tick` |
 //! | `bodies`    | `body_begin`, `body_end`, `body_particles`, `body_reduce`  |
 //! | `stats`     | `stats`                                                    |
+//! | `pairs`     | `skin_check`, `list_gate`, `list_halt`, `save_list`, `clear_cells`, `commit_reorder`, `commit_rk2`, `pair_count`, `pair_fill`, `pair_fill_low`, `pair_forces`, `particle_forces` |
 //!
 //! `common.wgsl` (structs, constants, every binding, shared helpers) is
 //! compiled in front of each stage file; its structs' Rust twins are in
@@ -24,6 +25,7 @@ pub mod bodies;
 pub mod common;
 pub mod forces;
 pub mod integrate;
+pub mod pairs;
 pub mod sort;
 pub mod stats;
 
@@ -43,7 +45,7 @@ pub struct Stage {
 }
 
 /// Every stage, in step order.
-pub const STAGES: [Stage; 5] = [
+pub const STAGES: [Stage; 6] = [
     Stage {
         name: "sort",
         file: "sort.wgsl",
@@ -82,6 +84,25 @@ pub const STAGES: [Stage; 5] = [
         file: "stats.wgsl",
         kernels: &["stats"],
         builtin: include_str!("stats.wgsl"),
+    },
+    Stage {
+        name: "pairs",
+        file: "pairs.wgsl",
+        kernels: &[
+            "skin_check",
+            "list_gate",
+            "list_halt",
+            "save_list",
+            "clear_cells",
+            "commit_reorder",
+            "commit_rk2",
+            "pair_count",
+            "pair_fill",
+            "pair_fill_low",
+            "pair_forces",
+            "particle_forces",
+        ],
+        builtin: include_str!("pairs.wgsl"),
     },
 ];
 

@@ -1,0 +1,700 @@
+//! The GPU pair-list path (stage `pairs`, `stages/pairs.wgsl`): its
+//! buffers, the indirect dispatches the device gates, the encoding of a
+//! step, and the host's part when a rebuild outgrows the buffers.
+//!
+//! Every dispatch of a step is indirect. `list_gate`, one thread at each
+//! force evaluation, writes each dispatch slot's workgroup counts from
+//! `dispatch_template`: rebuild slots only when some particle moved more
+//! than half the skin, step slots unless the batch halted. So the host
+//! records many steps in one command buffer and never waits between them.
+//!
+//! The pair buffers hold `capacity` pairs (first eight per particle). A
+//! rebuild that needs more sets `LS_HALT` and every later dispatch of the
+//! batch runs no workgroups. [`GpuSim::advance`] then reads the state back,
+//! grows the buffers (keeping the old list's springs), and resumes from
+//! the halted evaluation: the same kernels on the same data, so the result
+//! is the one a larger first capacity would have given.
+
+use std::collections::BTreeMap;
+
+use pellet_formats::scene::Integrator;
+use pellet_gpu::readback::read_buffer;
+use pellet_gpu::{dispatch_2d, wgpu};
+
+use super::bindings::*;
+use super::buffers::{STORAGE, ScanLevel, create_scan_levels, init_buffer, zeroed_buffer};
+use super::{GpuSim, WG};
+use crate::stages::common::Params;
+use crate::stages::pairs::ListBuffers;
+use crate::{ForceKind, SimError};
+
+/// Slots of `list_state` (`LS_*` in `pairs.wgsl`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ListState {
+    Rebuild = 0,
+    Halt = 1,
+    Needed = 2,
+    Rebuilds = 3,
+    Capacity = 4,
+    Slots = 5,
+}
+
+const LIST_STATE_LEN: usize = 8;
+/// Dispatch slot kinds (`SLOT_*` in `pairs.wgsl`).
+const SLOT_STEP: u32 = 0;
+const SLOT_REBUILD: u32 = 1;
+/// Pairs per particle the buffers hold at first.
+const PAIRS_PER_PARTICLE: u32 = 8;
+
+fn groups_for(count: u32) -> [u32; 3] {
+    dispatch_2d(count.div_ceil(WG).max(1))
+}
+
+/// The pair-list path's own state on the host.
+pub(super) struct ListGpu {
+    /// Pairs the buffers hold.
+    pub(super) capacity: u32,
+    /// Workgroup counts and kind of each dispatch slot.
+    template: Vec<[u32; 4]>,
+    slot_of: BTreeMap<([u32; 3], u32), u32>,
+    /// One bind group per force kind for each kernel of the stage.
+    groups: BTreeMap<&'static str, [wgpu::BindGroup; 3]>,
+    row_scan: Vec<ScanLevel>,
+    low_scan: Vec<ScanLevel>,
+    _scan_buffers: Vec<wgpu::Buffer>,
+}
+
+/// The dispatch slots a simulation of these sizes uses.
+fn slot_template(params: &Params, cell_levels: &[u32], row_levels: &[u32]) -> Vec<[u32; 4]> {
+    let mut slots: Vec<[u32; 4]> = Vec::new();
+    let mut add = |g: [u32; 3], kind: u32| {
+        let s = [g[0], g[1], g[2], kind];
+        if !slots.contains(&s) {
+            slots.push(s);
+        }
+    };
+    let n = params.n;
+    for kind in [SLOT_STEP, SLOT_REBUILD] {
+        add(groups_for(n), kind);
+    }
+    add(groups_for(1), SLOT_STEP);
+    add(groups_for(params.body_count), SLOT_STEP);
+    add(dispatch_2d(params.body_count), SLOT_STEP);
+    add(groups_for(n + 1), SLOT_REBUILD);
+    add(groups_for(params.num_keys + 1), SLOT_REBUILD);
+    add(groups_for(params.num_keys), SLOT_REBUILD);
+    for &len in cell_levels.iter().chain(row_levels) {
+        add(groups_for(len), SLOT_REBUILD);
+    }
+    slots
+}
+
+/// The buffers only the pair-list path binds, for `capacity` pairs.
+pub(super) fn create_list_buffers(
+    device: &wgpu::Device,
+    params: &Params,
+    capacity: u32,
+    template: &[[u32; 4]],
+) -> Vec<(u32, wgpu::Buffer)> {
+    let n = params.n as usize;
+    let rows = (n + 1) * 4;
+    let walls = n * params.wall_count as usize * 16;
+    let mut state = [0u32; LIST_STATE_LEN];
+    state[ListState::Rebuild as usize] = 1;
+    state[ListState::Capacity as usize] = capacity;
+    state[ListState::Slots as usize] = template.len() as u32;
+    let args: Vec<u32> = template.iter().flat_map(|t| [t[0], t[1], t[2]]).collect();
+    let indirect = STORAGE | wgpu::BufferUsages::INDIRECT;
+    let mut out = vec![
+        (B_POS_REF, zeroed_buffer(device, "sim/pos_ref", n * 16)),
+        (B_ROW_COUNT, zeroed_buffer(device, "sim/row_count", rows)),
+        (B_PAIR_START, zeroed_buffer(device, "sim/pair_start", rows)),
+        (B_LOW_COUNT, zeroed_buffer(device, "sim/low_count", rows)),
+        (B_LOW_START, zeroed_buffer(device, "sim/low_start", rows)),
+        (B_OLD_START, zeroed_buffer(device, "sim/old_start", rows)),
+        (B_WALL_HIST, zeroed_buffer(device, "sim/wall_hist", walls)),
+        (
+            B_WALL_HIST_OLD,
+            zeroed_buffer(device, "sim/wall_hist_old", walls),
+        ),
+        (
+            B_LIST_STATE,
+            init_buffer(
+                device,
+                "sim/list_state",
+                bytemuck::cast_slice(&state),
+                STORAGE,
+            ),
+        ),
+        (
+            B_DISPATCH_ARGS,
+            init_buffer(
+                device,
+                "sim/dispatch_args",
+                bytemuck::cast_slice(&args),
+                indirect,
+            ),
+        ),
+        (
+            B_DISPATCH_TEMPLATE,
+            init_buffer(
+                device,
+                "sim/dispatch_template",
+                bytemuck::cast_slice(template),
+                STORAGE,
+            ),
+        ),
+    ];
+    out.extend(pair_buffers(device, capacity));
+    out
+}
+
+/// The buffers sized by the pair capacity.
+fn pair_buffers(device: &wgpu::Device, capacity: u32) -> Vec<(u32, wgpu::Buffer)> {
+    let c = capacity as usize;
+    vec![
+        (B_PAIR_J, zeroed_buffer(device, "sim/pair_j", c * 4)),
+        (B_PAIR_HIST, zeroed_buffer(device, "sim/pair_hist", c * 16)),
+        (
+            B_PAIR_FORCE,
+            zeroed_buffer(device, "sim/pair_force", c * 16),
+        ),
+        (
+            B_PAIR_TORQUE,
+            zeroed_buffer(device, "sim/pair_torque", c * 16),
+        ),
+        (B_LOW_INDEX, zeroed_buffer(device, "sim/low_index", c * 4)),
+        (B_OLD_HIST, zeroed_buffer(device, "sim/old_hist", c * 16)),
+    ]
+}
+
+/// The first capacity for `n` particles.
+pub(super) fn first_capacity(n: u32) -> u32 {
+    n.saturating_mul(PAIRS_PER_PARTICLE).max(1024)
+}
+
+impl GpuSim {
+    /// Creates the list buffers, dispatch slots and bind groups (pair-list
+    /// path only).
+    pub(super) fn init_list(&mut self) -> Result<(), SimError> {
+        let capacity = first_capacity(self.params.n);
+        self.check_pair_capacity(capacity)?;
+        let cell_levels: Vec<u32> = self.scan_levels.iter().map(|l| l.len).collect();
+        let row_levels = scan_lens(self.params.n + 1);
+        let template = slot_template(&self.params, &cell_levels, &row_levels);
+        let device = &self.gpu.device;
+        for (b, buffer) in create_list_buffers(device, &self.params, capacity, &template) {
+            self.buffers.insert(b, buffer);
+        }
+        let (row_scan, mut scan_buffers) = create_scan_levels(
+            device,
+            &self.kernels,
+            &self.buffers,
+            (B_ROW_COUNT, B_PAIR_START),
+            self.params.n + 1,
+        );
+        let (low_scan, low_buffers) = create_scan_levels(
+            device,
+            &self.kernels,
+            &self.buffers,
+            (B_LOW_COUNT, B_LOW_START),
+            self.params.n + 1,
+        );
+        scan_buffers.extend(low_buffers);
+        let slot_of = template
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (([t[0], t[1], t[2]], t[3]), k as u32))
+            .collect();
+        let groups = self.pair_groups();
+        self.list = Some(ListGpu {
+            capacity,
+            template,
+            slot_of,
+            groups,
+            row_scan,
+            low_scan,
+            _scan_buffers: scan_buffers,
+        });
+        Ok(())
+    }
+
+    fn pair_groups(&self) -> BTreeMap<&'static str, [wgpu::BindGroup; 3]> {
+        PAIR_KERNELS
+            .iter()
+            .map(|&name| {
+                let groups = [0, 1, 2].map(|k| {
+                    make_group(
+                        &self.gpu.device,
+                        &self.kernels,
+                        &self.buffers,
+                        name,
+                        &[(B_MODE, &self.mode_buffers[k])],
+                    )
+                });
+                (name, groups)
+            })
+            .collect()
+    }
+
+    fn check_pair_capacity(&self, capacity: u32) -> Result<(), SimError> {
+        let limits = self.gpu.device.limits();
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let size = u64::from(capacity) * 16;
+        if size > max {
+            return Err(SimError::BufferTooLarge {
+                what: format!("pair list ({capacity} pairs)"),
+                needed: size,
+                max,
+                adapter: self.gpu.report.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn list(&self) -> &ListGpu {
+        self.list
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("pair-list path without its list"))
+    }
+
+    fn indirect(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        name: &str,
+        group: &wgpu::BindGroup,
+        groups: [u32; 3],
+        kind: u32,
+    ) {
+        let list = self.list();
+        let slot = list.slot_of[&(groups, kind)];
+        pass.set_pipeline(&self.kernels[name].pipeline);
+        pass.set_bind_group(0, group, &[]);
+        pass.dispatch_workgroups_indirect(&self.buffers[&B_DISPATCH_ARGS], u64::from(slot) * 12);
+    }
+
+    /// A particle kernel of the step (runs unless halted).
+    fn step_kernel(&self, pass: &mut wgpu::ComputePass<'_>, name: &'static str) {
+        let group = self
+            .groups
+            .get(name)
+            .unwrap_or_else(|| &self.list().groups[name][0]);
+        self.indirect(pass, name, group, groups_for(self.params.n), SLOT_STEP);
+    }
+
+    /// A body kernel of the step (none without bodies).
+    fn step_body_kernel(&self, pass: &mut wgpu::ComputePass<'_>, name: &'static str) {
+        let bodies = self.params.body_count;
+        if bodies == 0 {
+            return;
+        }
+        match name {
+            "body_particles" => self.step_kernel(pass, name),
+            "body_reduce" => self.indirect(
+                pass,
+                name,
+                &self.groups[name],
+                dispatch_2d(bodies),
+                SLOT_STEP,
+            ),
+            _ => self.indirect(
+                pass,
+                name,
+                &self.groups[name],
+                groups_for(bodies),
+                SLOT_STEP,
+            ),
+        }
+    }
+
+    fn rebuild_kernel(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        name: &'static str,
+        group: &wgpu::BindGroup,
+        count: u32,
+    ) {
+        self.indirect(pass, name, group, groups_for(count), SLOT_REBUILD);
+    }
+
+    fn pair_group(&self, name: &str, kind: ForceKind) -> &wgpu::BindGroup {
+        &self.list().groups[name][kind as usize]
+    }
+
+    fn direct(&self, pass: &mut wgpu::ComputePass<'_>, name: &str) {
+        pass.set_pipeline(&self.kernels[name].pipeline);
+        pass.set_bind_group(0, self.pair_group(name, ForceKind::Commit), &[]);
+        pass.dispatch_workgroups(1, 1, 1);
+    }
+
+    /// The rebuild from the pair count on: count, the two prefix sums, fill,
+    /// the halt check, and the partner index.
+    fn encode_fill(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
+        let n = self.params.n;
+        let list = self.list();
+        self.rebuild_kernel(pass, "pair_count", self.pair_group("pair_count", kind), n);
+        for scan in [&list.row_scan, &list.low_scan] {
+            for level in scan {
+                self.rebuild_kernel(pass, "scan_block", &level.block, level.len);
+            }
+            for level in scan.iter().rev() {
+                if let Some(add) = &level.add {
+                    self.rebuild_kernel(pass, "scan_add", add, level.len);
+                }
+            }
+        }
+        self.rebuild_kernel(pass, "pair_fill", self.pair_group("pair_fill", kind), n);
+        self.direct(pass, "list_halt");
+        self.rebuild_kernel(
+            pass,
+            "pair_fill_low",
+            self.pair_group("pair_fill_low", kind),
+            n,
+        );
+    }
+
+    /// The forces from the list: each pair once, then each particle's sum.
+    fn encode_list_forces(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
+        let n = self.params.n;
+        for name in ["pair_forces", "particle_forces"] {
+            self.indirect(
+                pass,
+                name,
+                self.pair_group(name, kind),
+                groups_for(n),
+                SLOT_STEP,
+            );
+        }
+    }
+
+    /// One force evaluation: the skin check, the gate, the rebuild if due,
+    /// the forces (`rk2`: RK2's second evaluation, which also gathers the
+    /// start-of-step copies).
+    fn encode_evaluation(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind, rk2: bool) {
+        let n = self.params.n;
+        let keys = self.params.num_keys;
+        self.step_kernel(pass, "skin_check");
+        self.direct(pass, "list_gate");
+        let g = |name: &str| self.pair_group(name, kind);
+        self.rebuild_kernel(pass, "save_list", g("save_list"), n + 1);
+        self.rebuild_kernel(pass, "clear_cells", g("clear_cells"), keys + 1);
+        self.rebuild_kernel(pass, "cell_keys", &self.groups["cell_keys"], n);
+        for level in &self.scan_levels {
+            self.rebuild_kernel(pass, "scan_block", &level.block, level.len);
+        }
+        for level in self.scan_levels.iter().rev() {
+            if let Some(add) = &level.add {
+                self.rebuild_kernel(pass, "scan_add", add, level.len);
+            }
+        }
+        self.rebuild_kernel(pass, "scatter", &self.groups["scatter"], n);
+        self.rebuild_kernel(pass, "sort_cells", &self.sort_group, keys);
+        self.rebuild_kernel(
+            pass,
+            "reorder_particles",
+            &self.groups["reorder_particles"],
+            n,
+        );
+        self.rebuild_kernel(pass, "commit_reorder", g("commit_reorder"), n);
+        if rk2 {
+            self.rebuild_kernel(pass, "reorder_rk2", &self.groups["reorder_rk2"], n);
+            self.rebuild_kernel(pass, "commit_rk2", g("commit_rk2"), n);
+        }
+        self.encode_fill(pass, kind);
+        self.encode_list_forces(pass, kind);
+    }
+
+    /// What follows a force evaluation of `kind` to the end of its step.
+    fn encode_step_tail(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
+        match (kind, self.integrator) {
+            (ForceKind::Prime, _) => self.step_body_kernel(pass, "body_reduce"),
+            (ForceKind::Commit, Integrator::VelocityVerlet) => {
+                self.step_kernel(pass, "verlet_end");
+                self.step_body_kernel(pass, "body_reduce");
+                self.step_body_kernel(pass, "body_end");
+                self.step_body_kernel(pass, "body_particles");
+                self.tick(pass);
+            }
+            (ForceKind::Trial, _) => {
+                self.step_kernel(pass, "rk2_mid");
+                self.encode_evaluation(pass, ForceKind::Commit, true);
+                self.step_kernel(pass, "rk2_end");
+                self.tick(pass);
+            }
+            (ForceKind::Commit, Integrator::Rk2) => {
+                self.step_kernel(pass, "rk2_end");
+                self.tick(pass);
+            }
+        }
+    }
+
+    fn tick(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.indirect(pass, "tick", &self.tick_group, groups_for(1), SLOT_STEP);
+    }
+
+    fn clear_list_counters(&self, enc: &mut wgpu::CommandEncoder) {
+        // Contacts and wall contacts; the occupancy is the largest at any build.
+        enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(8));
+    }
+
+    /// Records one whole step of the pair-list path.
+    pub(super) fn encode_list_step(&self, enc: &mut wgpu::CommandEncoder) {
+        self.clear_list_counters(enc);
+        self.encode_pass(enc, "step", |s, pass| match s.integrator {
+            Integrator::VelocityVerlet => {
+                s.step_kernel(pass, "verlet_begin");
+                s.step_body_kernel(pass, "body_begin");
+                s.step_body_kernel(pass, "body_particles");
+                s.encode_evaluation(pass, ForceKind::Commit, false);
+                s.encode_step_tail(pass, ForceKind::Commit);
+            }
+            Integrator::Rk2 => {
+                s.encode_evaluation(pass, ForceKind::Trial, false);
+                s.encode_step_tail(pass, ForceKind::Trial);
+            }
+        });
+    }
+
+    /// Records the first evaluation (the first build, then forces).
+    pub(super) fn encode_list_prime(&self, enc: &mut wgpu::CommandEncoder) {
+        self.encode_pass(enc, "prime", |s, pass| {
+            s.encode_evaluation(pass, ForceKind::Prime, false);
+            s.encode_step_tail(pass, ForceKind::Prime);
+        });
+    }
+
+    /// The list state (`ListState` slots), read back (waits for the GPU).
+    pub(super) fn list_state(&self) -> Result<[u32; LIST_STATE_LEN], SimError> {
+        let bytes = read_buffer(
+            &self.gpu.device,
+            &self.gpu.queue,
+            &self.buffers[&B_LIST_STATE],
+        )?;
+        let v: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
+        Ok(std::array::from_fn(|k| v.get(k).copied().unwrap_or(0)))
+    }
+
+    /// After a submission: while a rebuild halted the batch, grows the pair
+    /// buffers and resumes from the halted evaluation; `steps_wanted` is
+    /// the clock the batch should end at. Returns the rebuilds so far.
+    pub(super) fn finish_list_batch(&mut self, steps_wanted: u32) -> Result<u32, SimError> {
+        loop {
+            let state = self.list_state()?;
+            let halt = state[ListState::Halt as usize];
+            if halt == 0 {
+                return Ok(state[ListState::Rebuilds as usize]);
+            }
+            let kind = match halt - 1 {
+                0 => ForceKind::Commit,
+                1 => ForceKind::Trial,
+                _ => ForceKind::Prime,
+            };
+            let needed = state[ListState::Needed as usize];
+            self.grow_pairs(needed.saturating_add(needed / 2).max(needed))?;
+            let clock: Vec<u32> = bytemuck::pod_collect_to_vec(&read_buffer(
+                &self.gpu.device,
+                &self.gpu.queue,
+                &self.buffers[&B_CLOCK],
+            )?);
+            let done = clock.first().copied().unwrap_or(0);
+            // Every slot on for the resumed rebuild; the next gate rewrites them.
+            let list = self.list();
+            let args: Vec<u32> = list
+                .template
+                .iter()
+                .flat_map(|t| [t[0], t[1], t[2]])
+                .collect();
+            let q = &self.gpu.queue;
+            q.write_buffer(
+                &self.buffers[&B_DISPATCH_ARGS],
+                0,
+                bytemuck::cast_slice(&args),
+            );
+            q.write_buffer(
+                &self.buffers[&B_LIST_STATE],
+                ListState::Halt as u64 * 4,
+                bytemuck::cast_slice(&[0u32, 0u32]),
+            );
+            let mut enc = self.encoder();
+            self.encode_pass(&mut enc, "resume", |s, pass| {
+                s.encode_fill(pass, kind);
+                s.encode_list_forces(pass, kind);
+                s.encode_step_tail(pass, kind);
+            });
+            let resumed = u32::from(kind != ForceKind::Prime);
+            for _ in done + resumed..steps_wanted {
+                self.encode_list_step(&mut enc);
+            }
+            self.submit(enc);
+        }
+    }
+
+    /// Replaces the pair buffers with ones for `capacity` pairs, keeping the
+    /// old list's springs (the resumed rebuild carries them over).
+    fn grow_pairs(&mut self, capacity: u32) -> Result<(), SimError> {
+        if capacity <= self.list().capacity {
+            return Ok(());
+        }
+        self.resize_pairs(capacity)
+    }
+
+    fn resize_pairs(&mut self, capacity: u32) -> Result<(), SimError> {
+        self.check_pair_capacity(capacity)?;
+        let fresh = pair_buffers(&self.gpu.device, capacity);
+        let mut enc = self.encoder();
+        for (b, buffer) in &fresh {
+            if *b == B_OLD_HIST {
+                let from = &self.buffers[b];
+                let size = from.size().min(buffer.size());
+                enc.copy_buffer_to_buffer(from, 0, buffer, 0, size);
+            }
+        }
+        self.submit(enc);
+        for (b, buffer) in fresh {
+            self.buffers.insert(b, buffer);
+        }
+        self.gpu.queue.write_buffer(
+            &self.buffers[&B_LIST_STATE],
+            ListState::Capacity as u64 * 4,
+            bytemuck::bytes_of(&capacity),
+        );
+        let groups = self.pair_groups();
+        if let Some(list) = self.list.as_mut() {
+            list.capacity = capacity;
+            list.groups = groups;
+        }
+        Ok(())
+    }
+
+    /// Writes every dispatch slot on (the stages below run alone).
+    fn enable_all_slots(&self) {
+        let args: Vec<u32> = self
+            .list()
+            .template
+            .iter()
+            .flat_map(|t| [t[0], t[1], t[2]])
+            .collect();
+        self.gpu.queue.write_buffer(
+            &self.buffers[&B_DISPATCH_ARGS],
+            0,
+            bytemuck::cast_slice(&args),
+        );
+    }
+
+    /// Replaces the list buffers with `list` (the CPU twin's, so a stage can
+    /// be compared from identical inputs); the pair buffers grow to hold it.
+    pub fn upload_list(&mut self, list: &ListBuffers) -> Result<(), SimError> {
+        let need = list.pair_j.len().max(list.old_hist.len()) as u32;
+        self.grow_pairs(need)?;
+        let q = &self.gpu.queue;
+        let b = &self.buffers;
+        let write = |binding: u32, bytes: &[u8]| {
+            if !bytes.is_empty() {
+                q.write_buffer(&b[&binding], 0, bytes);
+            }
+        };
+        write(B_POS_REF, bytemuck::cast_slice(&list.pos_ref));
+        write(B_ROW_COUNT, bytemuck::cast_slice(&list.row_count));
+        write(B_PAIR_START, bytemuck::cast_slice(&list.pair_start));
+        write(B_LOW_COUNT, bytemuck::cast_slice(&list.low_count));
+        write(B_LOW_START, bytemuck::cast_slice(&list.low_start));
+        write(B_PAIR_J, bytemuck::cast_slice(&list.pair_j));
+        write(B_PAIR_HIST, bytemuck::cast_slice(&list.pair_hist));
+        write(B_PAIR_FORCE, bytemuck::cast_slice(&list.pair_force));
+        write(B_PAIR_TORQUE, bytemuck::cast_slice(&list.pair_torque));
+        write(B_LOW_INDEX, bytemuck::cast_slice(&list.low_index));
+        write(B_OLD_START, bytemuck::cast_slice(&list.old_start));
+        write(B_OLD_HIST, bytemuck::cast_slice(&list.old_hist));
+        write(B_WALL_HIST, bytemuck::cast_slice(&list.wall_hist));
+        write(B_WALL_HIST_OLD, bytemuck::cast_slice(&list.wall_hist_old));
+        let state = [u32::from(list.rebuild), 0, 0, list.rebuilds];
+        write(B_LIST_STATE, bytemuck::cast_slice(&state));
+        Ok(())
+    }
+
+    /// Runs one force evaluation of the pair-list path alone, as a step
+    /// runs it (`rk2`: RK2's second).
+    pub fn stage_evaluation(&mut self, kind: ForceKind, rk2: bool) -> Result<(), SimError> {
+        self.enable_all_slots();
+        let mut enc = self.encoder();
+        self.encode_pass(&mut enc, "evaluation", |s, pass| {
+            s.encode_evaluation(pass, kind, rk2);
+        });
+        self.submit(enc);
+        let wanted = self.step;
+        self.rebuilds = self.finish_list_batch(wanted)?;
+        Ok(())
+    }
+
+    /// Runs kernel `pair_forces` or `particle_forces` alone.
+    pub fn stage_list_kernel(&mut self, name: &'static str, kind: ForceKind) {
+        self.enable_all_slots();
+        let mut enc = self.encoder();
+        self.encode_pass(&mut enc, name, |s, pass| {
+            s.indirect(
+                pass,
+                name,
+                s.pair_group(name, kind),
+                groups_for(s.params.n),
+                SLOT_STEP,
+            );
+        });
+        self.submit(enc);
+    }
+
+    /// Shrinks (or grows) the pair buffers to `capacity` pairs before the
+    /// first build (tests: force the grow-and-resume path).
+    pub fn set_pair_capacity(&mut self, capacity: u32) -> Result<(), SimError> {
+        self.resize_pairs(capacity.max(1))
+    }
+
+    /// Pairs the list buffers hold now (they grow when a rebuild needs more).
+    pub fn pair_capacity(&self) -> Option<u32> {
+        self.list.as_ref().map(|l| l.capacity)
+    }
+
+    /// The list buffers, read back (the parity tests compare them with the
+    /// CPU twin's [`ListBuffers`]); `None` on the sort-every-step path.
+    pub fn download_list(&self) -> Result<Option<ListBuffers>, SimError> {
+        if self.list.is_none() {
+            return Ok(None);
+        }
+        let n = self.params.n as usize;
+        let walls = n * self.params.wall_count as usize;
+        let rows = |b: u32| self.read::<u32>(b, n + 1);
+        let pair_start = rows(B_PAIR_START)?;
+        let total = pair_start[n] as usize;
+        let old_start = rows(B_OLD_START)?;
+        let state = self.list_state()?;
+        Ok(Some(ListBuffers {
+            pos_ref: self.read(B_POS_REF, n)?,
+            row_count: rows(B_ROW_COUNT)?,
+            low_count: rows(B_LOW_COUNT)?,
+            low_start: rows(B_LOW_START)?,
+            pair_j: self.read(B_PAIR_J, total)?,
+            pair_hist: self.read(B_PAIR_HIST, total)?,
+            pair_force: self.read(B_PAIR_FORCE, total)?,
+            pair_torque: self.read(B_PAIR_TORQUE, total)?,
+            low_index: self.read(B_LOW_INDEX, total)?,
+            old_hist: self.read(B_OLD_HIST, old_start[n] as usize)?,
+            old_start,
+            pair_start,
+            wall_hist: self.read(B_WALL_HIST, walls)?,
+            wall_hist_old: self.read(B_WALL_HIST_OLD, walls)?,
+            rebuild: state[ListState::Rebuild as usize] != 0,
+            rebuilds: state[ListState::Rebuilds as usize],
+        }))
+    }
+}
+
+/// The lengths of a prefix sum's levels over `len` entries.
+fn scan_lens(len: u32) -> Vec<u32> {
+    let mut lens = vec![len];
+    while *lens.last().unwrap_or(&1) > WG {
+        let last = *lens.last().unwrap_or(&1);
+        lens.push(last.div_ceil(WG));
+    }
+    lens
+}

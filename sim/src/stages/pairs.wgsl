@@ -1,0 +1,439 @@
+// Stage `pairs`: the neighbour list with a skin on the GPU. CPU twin:
+// `pairs.rs`, same kernel names. Compiled after `common.wgsl`.
+//
+// Each force evaluation runs:
+//   skin_check   every particle: moved more than half the skin since the build?
+//   list_gate    one thread: writes the indirect dispatches of the rebuild
+//                (all of them, or none) and of the step (none once halted);
+//   the rebuild  (indirect) save_list, clear_cells, the counting sort of
+//                `sort.wgsl`, commit_reorder (+ commit_rk2), pair_count, two
+//                prefix sums, pair_fill; then list_halt (one thread) and
+//                pair_fill_low;
+//   pair_forces  each pair once: its force, torque term and spring in place;
+//   particle_forces  each particle sums its own pairs (+) and those it is the
+//                partner of (-) in list order, adds gravity and walls.
+// No float atomics: every sum has a fixed order, so reruns are bit-identical.
+// A rebuild that needs more pairs than the buffers hold halts the batch
+// (every later dispatch gets zero workgroups); the host grows the buffers
+// and resumes from that very evaluation (`gpu/pairs.rs`).
+
+// list_state slots (ListState in gpu/pairs.rs).
+const LS_REBUILD: u32 = 0u;   // 1: rebuild at the next list_gate
+const LS_HALT: u32 = 1u;      // 0, or 1 + the ForceKind of the evaluation that halted
+const LS_NEEDED: u32 = 2u;    // pairs the halted rebuild needed
+const LS_REBUILDS: u32 = 3u;  // rebuilds so far
+const LS_CAPACITY: u32 = 4u;  // pairs the buffers hold
+const LS_SLOTS: u32 = 5u;     // dispatch slots in dispatch_template
+
+// dispatch_template[k].w: which kind of dispatch slot k is.
+const SLOT_STEP: u32 = 0u;
+const SLOT_REBUILD: u32 = 1u;
+
+fn force_kind() -> u32 {
+    // ForceKind: Commit 0, Trial 1, Prime 2 (see the modes in buffers.rs).
+    if (mode.commit == 0u) {
+        return 1u;
+    }
+    if (mode.dt_hist == 0.0) {
+        return 2u;
+    }
+    return 0u;
+}
+
+@compute @workgroup_size(256)
+fn skin_check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    let d = pos[i].xyz - pos_ref[i].xyz;
+    let half = 0.5 * params.skin;
+    // NaN compares false: the non-finite check reports it instead.
+    if (dot(d, d) > half * half) {
+        atomicMax(&list_state[LS_REBUILD], 1u);
+    }
+}
+
+fn write_slot(k: u32, on: bool) {
+    let t = dispatch_template[k];
+    if (on) {
+        dispatch_args[k * 3u] = t.x;
+        dispatch_args[k * 3u + 1u] = t.y;
+        dispatch_args[k * 3u + 2u] = t.z;
+    } else {
+        dispatch_args[k * 3u] = 0u;
+        dispatch_args[k * 3u + 1u] = 1u;
+        dispatch_args[k * 3u + 2u] = 1u;
+    }
+}
+
+@compute @workgroup_size(1)
+fn list_gate() {
+    let halted = atomicLoad(&list_state[LS_HALT]) != 0u;
+    let rebuild = atomicLoad(&list_state[LS_REBUILD]) != 0u && !halted;
+    atomicStore(&list_state[LS_REBUILD], 0u);
+    if (rebuild) {
+        atomicAdd(&list_state[LS_REBUILDS], 1u);
+    }
+    let slots = atomicLoad(&list_state[LS_SLOTS]);
+    for (var k = 0u; k < slots; k = k + 1u) {
+        let kind = dispatch_template[k].w;
+        write_slot(k, !halted && (kind == SLOT_STEP || rebuild));
+    }
+}
+
+@compute @workgroup_size(1)
+fn list_halt() {
+    if (atomicLoad(&list_state[LS_HALT]) == 0u) {
+        return;
+    }
+    let slots = atomicLoad(&list_state[LS_SLOTS]);
+    for (var k = 0u; k < slots; k = k + 1u) {
+        write_slot(k, false);
+    }
+}
+
+// Keeps the list being replaced: its row starts and springs, in the order
+// before this rebuild's sort.
+@compute @workgroup_size(256)
+fn save_list(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i > params.n) {
+        return;
+    }
+    old_start[i] = pair_start[i];
+    if (i == params.n) {
+        return;
+    }
+    let cap = atomicLoad(&list_state[LS_CAPACITY]);
+    let end = min(pair_start[i + 1u], cap);
+    for (var p = pair_start[i]; p < end; p = p + 1u) {
+        old_hist[p] = pair_hist[p];
+    }
+    let w0 = i * params.wall_count;
+    for (var w = 0u; w < params.wall_count; w = w + 1u) {
+        wall_hist_old[w0 + w] = wall_hist[w0 + w];
+    }
+}
+
+@compute @workgroup_size(256)
+fn clear_cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = flat_index(gid, nwg);
+    if (k > params.num_keys) {
+        return;
+    }
+    atomicStore(&cell_count[k], 0u);
+    if (k < params.num_keys) {
+        atomicStore(&cursor[k], 0u);
+    }
+}
+
+// After reorder_particles: the gathered state becomes current, the build
+// positions are these, and each wall spring follows its particle.
+@compute @workgroup_size(256)
+fn commit_reorder(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = flat_index(gid, nwg);
+    if (k >= params.n) {
+        return;
+    }
+    pos[k] = pos_out[k];
+    vel[k] = vel_out[k];
+    angvel[k] = angvel_out[k];
+    pinfo[k] = pinfo_out[k];
+    local[k] = local_out[k];
+    pos_ref[k] = pos_out[k];
+    let src = sorted_index[k];
+    for (var w = 0u; w < params.wall_count; w = w + 1u) {
+        wall_hist[k * params.wall_count + w] = wall_hist_old[src * params.wall_count + w];
+    }
+}
+
+// After reorder_rk2: RK2's start-of-step copies in the new order.
+@compute @workgroup_size(256)
+fn commit_rk2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = flat_index(gid, nwg);
+    if (k >= params.n) {
+        return;
+    }
+    pos0[k] = pos_out[k];
+    vel0[k] = vel_out[k];
+    angvel0[k] = angvel_out[k];
+}
+
+// Whether i and j are listed: closer than r_i + r_j + skin, not of one
+// body, not both immovable. Symmetric in i and j to the last bit.
+fn listed(pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, j: u32) -> bool {
+    let pj = pos[j];
+    let d = pi.xyz - pj.xyz;
+    let reach = pi.w + pj.w + params.skin;
+    if (dot(d, d) >= reach * reach) {
+        return false;
+    }
+    let mj = pinfo[j];
+    if (mi.z != FREE && mi.z == mj.z) {
+        return false;
+    }
+    return inv_mass_i + vel[j].w != 0.0;
+}
+
+// The spring the old list held for the pair (i, j), in i's view: found in
+// the old row of i (partner id j) or of j (partner id i, negated).
+fn carried_spring(i: u32, j: u32) -> vec3<f32> {
+    let cap = atomicLoad(&list_state[LS_CAPACITY]);
+    let id_i = pinfo[i].x;
+    let id_j = pinfo[j].x;
+    let oi = sorted_index[i];
+    let oj = sorted_index[j];
+    for (var p = old_start[oi]; p < min(old_start[oi + 1u], cap); p = p + 1u) {
+        let h = old_hist[p];
+        if (bitcast<u32>(h.w) == id_j) {
+            return h.xyz;
+        }
+    }
+    for (var p = old_start[oj]; p < min(old_start[oj + 1u], cap); p = p + 1u) {
+        let h = old_hist[p];
+        if (bitcast<u32>(h.w) == id_i) {
+            return -h.xyz;
+        }
+    }
+    return vec3<f32>(0.0);
+}
+
+const OP_COUNT: u32 = 0u;
+const OP_FILL: u32 = 1u;
+const OP_LOW: u32 = 2u;
+
+struct Walk {
+    up: u32,
+    low: u32,
+}
+
+fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32, walk: ptr<function, Walk>) {
+    if (j == i || !listed(pi, mi, inv_mass_i, j)) {
+        return;
+    }
+    if (j > i) {
+        if (op == OP_FILL) {
+            let p = pair_start[i] + (*walk).up;
+            pair_j[p] = j;
+            pair_hist[p] = vec4<f32>(carried_spring(i, j), bitcast<f32>(pinfo[j].x));
+        }
+        (*walk).up = (*walk).up + 1u;
+    } else {
+        if (op == OP_LOW) {
+            // The pair (j, i) sits in j's row of the new list.
+            var found = 0u;
+            for (var p = pair_start[j]; p < pair_start[j + 1u]; p = p + 1u) {
+                if (pair_j[p] == i) {
+                    found = p;
+                    break;
+                }
+            }
+            low_index[low_start[i] + (*walk).low] = found;
+        }
+        (*walk).low = (*walk).low + 1u;
+    }
+}
+
+// Every listed partner of i in the 27 cells around it, in a fixed order
+// (z, y, then x ascending): the same walk counts, fills and finds.
+fn walk_neighbours(i: u32, op: u32) -> Walk {
+    let pi = pos[i];
+    let mi = pinfo[i];
+    let inv_mass_i = vel[i].w;
+    var walk = Walk(0u, 0u);
+    let c = cell_coord(pi.xyz);
+    for (var dz = -1; dz <= 1; dz = dz + 1) {
+        for (var dy = -1; dy <= 1; dy = dy + 1) {
+            if (params.hashed != 0u) {
+                for (var dx = -1; dx <= 1; dx = dx + 1) {
+                    let cc = c + vec3<i32>(dx, dy, dz);
+                    let k = cell_key(cc);
+                    let end = cell_start[k + 1u];
+                    for (var j = cell_start[k]; j < end; j = j + 1u) {
+                        if (all(cell_coord(pos[j].xyz) == cc)) {
+                            visit(i, j, pi, mi, inv_mass_i, op, &walk);
+                        }
+                    }
+                }
+            } else {
+                let cy = c.y + dy;
+                let cz = c.z + dz;
+                if (cy < 0 || cy >= params.dim_y || cz < 0 || cz >= params.dim_z) {
+                    continue;
+                }
+                let x0 = max(c.x - 1, 0);
+                let x1 = min(c.x + 1, params.dim_x - 1);
+                let end = cell_start[cell_key(vec3<i32>(x1, cy, cz)) + 1u];
+                for (var j = cell_start[cell_key(vec3<i32>(x0, cy, cz))]; j < end; j = j + 1u) {
+                    visit(i, j, pi, mi, inv_mass_i, op, &walk);
+                }
+            }
+        }
+    }
+    return walk;
+}
+
+@compute @workgroup_size(256)
+fn pair_count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    let walk = walk_neighbours(i, OP_COUNT);
+    row_count[i] = walk.up;
+    low_count[i] = walk.low;
+}
+
+// Fills each particle's row, carrying springs over; a list larger than the
+// buffers halts instead (every invocation sees the same total).
+@compute @workgroup_size(256)
+fn pair_fill(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    let total = pair_start[params.n];
+    if (total > atomicLoad(&list_state[LS_CAPACITY])) {
+        if (i == 0u) {
+            atomicMax(&list_state[LS_NEEDED], total);
+            atomicStore(&list_state[LS_HALT], 1u + force_kind());
+        }
+        return;
+    }
+    walk_neighbours(i, OP_FILL);
+}
+
+@compute @workgroup_size(256)
+fn pair_fill_low(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    walk_neighbours(i, OP_LOW);
+}
+
+// Each listed pair once, from its owner's row: the force on the owner, the
+// torque term f_t x n (the owner's torque is it times r_i, the partner's
+// times r_j), and the spring kept in place (cleared once apart).
+@compute @workgroup_size(256)
+fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    let pi = pos[i];
+    let vi = vel[i];
+    let wi = angvel[i];
+    let mi = pinfo[i];
+    var touching = 0u;
+    for (var p = pair_start[i]; p < pair_start[i + 1u]; p = p + 1u) {
+        let j = pair_j[p];
+        let pj = pos[j];
+        let d = pi.xyz - pj.xyz;
+        let dist2 = dot(d, d);
+        let rsum = pi.w + pj.w;
+        let h = pair_hist[p];
+        if (dist2 >= rsum * rsum) {
+            pair_force[p] = vec4<f32>(0.0);
+            pair_torque[p] = vec4<f32>(0.0);
+            if (mode.commit != 0u) {
+                pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
+            }
+            continue;
+        }
+        let vj = vel[j];
+        let dist = sqrt(dist2);
+        var n: vec3<f32>;
+        if (dist > 0.0) {
+            n = d * (1.0 / dist);
+        } else if (mi.x < bitcast<u32>(h.w)) {
+            n = vec3<f32>(0.0, 1.0, 0.0);
+        } else {
+            n = vec3<f32>(0.0, -1.0, 0.0);
+        }
+        let delta = rsum - dist;
+        let wj = angvel[j];
+        let m_eff = 1.0 / (vi.w + vj.w);
+        let vr = vi.xyz - vj.xyz;
+        let wsum = wi.xyz * pi.w + wj.xyz * pj.w;
+        let k = (mi.y * params.material_count + pinfo[j].y) * 2u;
+        let pa = pairs[k];
+        let pb = pairs[k + 1u];
+        var c = pb.x;
+        if (!(pb.x > 0.0)) {
+            c = pa.w * sqrt(m_eff * pa.x);
+        }
+        let out = contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, h.xyz, mode.dt_hist);
+        pair_force[p] = vec4<f32>(out.f, 0.0);
+        pair_torque[p] = vec4<f32>(cross(out.ft, n), 0.0);
+        if (mode.commit != 0u) {
+            pair_hist[p] = vec4<f32>(out.xi, h.w);
+        }
+        touching = touching + 1u;
+    }
+    if (touching > 0u) {
+        // Counted by both partners, as compute_forces counts.
+        atomicAdd(&counters[C_CONTACTS], 2u * touching);
+    }
+}
+
+@compute @workgroup_size(256)
+fn particle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i >= params.n) {
+        return;
+    }
+    let pi = pos[i];
+    let vi = vel[i];
+    let wi = angvel[i];
+    var f = vec3<f32>(0.0);
+    if (vi.w > 0.0) {
+        f = vec3<f32>(params.gravity_x, params.gravity_y, params.gravity_z) * (1.0 / vi.w);
+    }
+    var t = vec3<f32>(0.0);
+    for (var p = pair_start[i]; p < pair_start[i + 1u]; p = p + 1u) {
+        f = f + pair_force[p].xyz;
+        t = t + pair_torque[p].xyz * pi.w;
+    }
+    for (var q = low_start[i]; q < low_start[i + 1u]; q = q + 1u) {
+        let p = low_index[q];
+        f = f - pair_force[p].xyz;
+        t = t + pair_torque[p].xyz * pi.w;
+    }
+    let time = kernel_time();
+    let material = pinfo[i].y;
+    var wall_touching = 0u;
+    for (var w = 0u; w < params.wall_count; w = w + 1u) {
+        let slot = i * params.wall_count + w;
+        var xi = vec3<f32>(0.0);
+        let wa = walls[w * 2u];
+        let wb = walls[w * 2u + 1u];
+        let delta = pi.w - (dot(wa.xyz, pi.xyz) - wa.w);
+        if (vi.w > 0.0 && time < wb.y && delta > 0.0) {
+            let k = (material * params.material_count + bitcast<u32>(wb.x)) * 2u;
+            let out = contact_force(wa.xyz, delta, vi.xyz, wi.xyz * pi.w, 1.0 / vi.w, pairs[k], pairs[k + 1u], wall_hist[slot].xyz, mode.dt_hist);
+            f = f + out.f;
+            t = t + cross(out.ft, wa.xyz) * pi.w;
+            xi = out.xi;
+            wall_touching = wall_touching + 1u;
+        }
+        if (mode.commit != 0u) {
+            wall_hist[slot] = vec4<f32>(xi, 0.0);
+        }
+    }
+    force[i] = vec4<f32>(f, 0.0);
+    torque[i] = vec4<f32>(t, 0.0);
+    if (wall_touching > 0u) {
+        atomicAdd(&counters[C_WALL_CONTACTS], wall_touching);
+    }
+}
+
+// The damped contact of forces.wgsl (walls use it; pairs have theirs above).
+fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+    var c = pb.x;
+    if (!(pb.x > 0.0)) {
+        c = pa.w * sqrt(m_eff * pa.x);
+    }
+    return contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, xi_old, dt_hist);
+}
