@@ -56,6 +56,27 @@ fn compare_lists(what: &str, cpu: &ListBuffers, gpu: &ListBuffers) {
     };
     assert_eq!(ids(gpu), ids(cpu), "{what}: partner ids");
     assert_eq!(gpu.pos_ref, cpu.pos_ref, "{what}: build positions");
+    assert_eq!(gpu.wall_mask, cpu.wall_mask, "{what}: walls within reach");
+    let damping = |l: &ListBuffers| {
+        l.pair_const
+            .iter()
+            .map(|k| [k[3], 0.0, 0.0, 0.0])
+            .collect::<Vec<_>>()
+    };
+    close(
+        &format!("{what}: pair constants"),
+        &cpu.pair_const,
+        &gpu.pair_const,
+        0.0,
+        1e-6,
+    );
+    close(
+        &format!("{what}: pair damping"),
+        &damping(cpu),
+        &damping(gpu),
+        0.0,
+        1e-6,
+    );
     close(
         &format!("{what}: springs"),
         &cpu.pair_hist,

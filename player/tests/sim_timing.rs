@@ -39,5 +39,18 @@ fn gpu_stage_timings() {
     time(&mut sim, "whole step", &|s| s.advance(1).unwrap());
     let mut sim = GpuSim::new(gpu, &setup).unwrap();
     sim.prime().unwrap();
+    time(&mut sim, "pair_forces", &|s| {
+        s.stage_list_kernel("pair_forces", ForceKind::Commit)
+    });
+    time(&mut sim, "particle_forces", &|s| {
+        s.stage_list_kernel("particle_forces", ForceKind::Commit)
+    });
+    time(&mut sim, "verlet_begin", &|s| {
+        s.stage_integrate("verlet_begin")
+    });
+    time(&mut sim, "evaluation", &|s| {
+        s.stage_evaluation(ForceKind::Commit, false).unwrap()
+    });
     time(&mut sim, "pair-list step", &|s| s.advance(1).unwrap());
+    time(&mut sim, "10 steps", &|s| s.advance(10).unwrap());
 }

@@ -73,9 +73,9 @@ pub fn sorting_bytes(setup: &SimSetup) -> u64 {
         + setup.particles.len() as u64 * bytes_per_particle(setup.slots, setup.integrator)
 }
 
-/// Pair buffers' bytes per pair: partner, spring, force, torque term,
-/// partner entry, the old spring.
-pub const BYTES_PER_PAIR: u64 = 4 + 16 + 16 + 16 + 4 + 16;
+/// Pair buffers' bytes per pair: partner, constants, spring, force,
+/// torque term, partner entry, the old spring.
+pub const BYTES_PER_PAIR: u64 = 4 + 16 + 16 + 16 + 16 + 4 + 16;
 
 /// Device bytes the whole scene needs in core on the pair-list path (the
 /// default): [`sorting_bytes`] with one slot, the list's rows, build
@@ -84,7 +84,7 @@ pub const BYTES_PER_PAIR: u64 = 4 + 16 + 16 + 16 + 4 + 16;
 pub fn in_core_bytes(setup: &SimSetup) -> u64 {
     let n = setup.particles.len() as u64;
     let walls = setup.walls.len() as u64;
-    let rows = 5 * 4 + 16 + 2 * 16 * walls; // counts, starts, old starts; pos_ref; wall springs
+    let rows = 5 * 4 + 16 + 4 + 2 * 16 * walls; // counts, starts, old starts; pos_ref; wall mask and springs
     let pairs = (8 * n).max(1024) * BYTES_PER_PAIR;
     let cells = setup
         .for_pair_list()

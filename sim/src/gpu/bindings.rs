@@ -65,6 +65,8 @@ pub(super) const B_WALL_HIST_OLD: u32 = 54;
 pub(super) const B_LIST_STATE: u32 = 55;
 pub(super) const B_DISPATCH_ARGS: u32 = 56;
 pub(super) const B_DISPATCH_TEMPLATE: u32 = 57;
+pub(super) const B_PAIR_CONST: u32 = 58;
+pub(super) const B_WALL_MASK: u32 = 59;
 
 /// The kernels of stage `pairs` (each gets one bind group per force kind).
 pub(super) const PAIR_KERNELS: [&str; 12] = [

@@ -113,6 +113,7 @@ pub(super) fn create_list_buffers(
         (B_LOW_START, zeroed_buffer(device, "sim/low_start", rows)),
         (B_OLD_START, zeroed_buffer(device, "sim/old_start", rows)),
         (B_WALL_HIST, zeroed_buffer(device, "sim/wall_hist", walls)),
+        (B_WALL_MASK, zeroed_buffer(device, "sim/wall_mask", n * 4)),
         (
             B_WALL_HIST_OLD,
             zeroed_buffer(device, "sim/wall_hist_old", walls),
@@ -154,6 +155,10 @@ fn pair_buffers(device: &wgpu::Device, capacity: u32) -> Vec<(u32, wgpu::Buffer)
     let c = capacity as usize;
     vec![
         (B_PAIR_J, zeroed_buffer(device, "sim/pair_j", c * 4)),
+        (
+            B_PAIR_CONST,
+            zeroed_buffer(device, "sim/pair_const", c * 16),
+        ),
         (B_PAIR_HIST, zeroed_buffer(device, "sim/pair_hist", c * 16)),
         (
             B_PAIR_FORCE,
@@ -601,6 +606,8 @@ impl GpuSim {
         write(B_LOW_COUNT, bytemuck::cast_slice(&list.low_count));
         write(B_LOW_START, bytemuck::cast_slice(&list.low_start));
         write(B_PAIR_J, bytemuck::cast_slice(&list.pair_j));
+        write(B_PAIR_CONST, bytemuck::cast_slice(&list.pair_const));
+        write(B_WALL_MASK, bytemuck::cast_slice(&list.wall_mask));
         write(B_PAIR_HIST, bytemuck::cast_slice(&list.pair_hist));
         write(B_PAIR_FORCE, bytemuck::cast_slice(&list.pair_force));
         write(B_PAIR_TORQUE, bytemuck::cast_slice(&list.pair_torque));
@@ -674,6 +681,8 @@ impl GpuSim {
             low_count: rows(B_LOW_COUNT)?,
             low_start: rows(B_LOW_START)?,
             pair_j: self.read(B_PAIR_J, total)?,
+            pair_const: self.read(B_PAIR_CONST, total)?,
+            wall_mask: self.read(B_WALL_MASK, n)?,
             pair_hist: self.read(B_PAIR_HIST, total)?,
             pair_force: self.read(B_PAIR_FORCE, total)?,
             pair_torque: self.read(B_PAIR_TORQUE, total)?,

@@ -168,6 +168,10 @@ const C_ESCAPE_ID: u32 = 7u;
 @group(0) @binding(55) var<storage, read_write> list_state: array<atomic<u32>>;
 @group(0) @binding(56) var<storage, read_write> dispatch_args: array<u32>;
 @group(0) @binding(57) var<storage, read_write> dispatch_template: array<vec4<u32>>;
+// Per pair: normal and tangential stiffness (N/m), friction, damping (N s/m), set at the build.
+@group(0) @binding(58) var<storage, read_write> pair_const: array<vec4<f32>>;
+// Per particle: bit w set when wall w (< 32) was within r + skin at the build.
+@group(0) @binding(59) var<storage, read_write> wall_mask: array<u32>;
 
 fn flat_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;

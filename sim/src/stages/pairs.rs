@@ -16,6 +16,7 @@
 use super::common::{V3, add, cross, dot, scale, sub};
 use super::forces::{contact_force, contact_force_damped};
 use crate::cpu::CpuSim;
+use crate::setup::PairParams;
 use crate::{Counter, ForceKind, NeighbourSink, for_each_neighbour};
 use std::sync::atomic::Ordering;
 
@@ -35,6 +36,8 @@ pub struct ListBuffers {
     pub low_start: Vec<u32>,
     /// Partner (current index) of each pair.
     pub pair_j: Vec<u32>,
+    /// `kn`, `kt`, `mu` and the damping of each pair (set at the build).
+    pub pair_const: Vec<[f32; 4]>,
     /// Spring (m, owner's view) and partner id bits of each pair.
     pub pair_hist: Vec<[f32; 4]>,
     /// Force on the owner, N.
@@ -49,6 +52,8 @@ pub struct ListBuffers {
     pub old_hist: Vec<[f32; 4]>,
     /// Spring with each wall, `wall_count` per particle.
     pub wall_hist: Vec<[f32; 4]>,
+    /// Walls (below 32) within reach of each particle at the build, as bits.
+    pub wall_mask: Vec<u32>,
     /// The copy a rebuild gathers wall springs from.
     pub wall_hist_old: Vec<[f32; 4]>,
     /// Whether the next [`CpuSim::list_gate`] rebuilds.
@@ -69,6 +74,7 @@ impl ListBuffers {
             low_start: vec![0; n + 1],
             old_start: vec![0; n + 1],
             wall_hist: vec![[0.0; 4]; n * walls],
+            wall_mask: vec![0; n],
             wall_hist_old: vec![[0.0; 4]; n * walls],
             rebuild: true,
             ..Self::default()
@@ -137,7 +143,24 @@ impl CpuSim {
             let src = src as usize;
             list.wall_hist[k * walls..(k + 1) * walls]
                 .copy_from_slice(&list.wall_hist_old[src * walls..(src + 1) * walls]);
+            list.wall_mask[k] = self.walls_within_reach(k);
         }
+    }
+
+    /// Kernel function `walls_within_reach`: walls (below 32) closer than
+    /// the radius plus the skin, as bits; none for immovable particles.
+    fn walls_within_reach(&self, k: usize) -> u32 {
+        let (p, v) = (self.state.pos[k], self.state.vel[k]);
+        if v[3].is_nan() || v[3] <= 0.0 {
+            return 0;
+        }
+        let mut mask = 0;
+        for (w, wall) in self.walls.iter().enumerate().take(32) {
+            if dot(wall.normal, [p[0], p[1], p[2]]) - wall.offset < p[3] + self.params.skin {
+                mask |= 1 << w;
+            }
+        }
+        mask
     }
 
     /// Kernel function `listed`: closer than `r_i + r_j + skin`, not of one
@@ -210,6 +233,19 @@ impl CpuSim {
         [0.0; 3]
     }
 
+    /// Kernel function `pair_constants`: `kn`, `kt`, `mu` and the damping
+    /// of the pair `(i, j)`.
+    fn pair_constants(&self, i: usize, j: usize) -> [f32; 4] {
+        let s = &self.state;
+        let pair = &self.pairs[(s.meta[i][1] * self.params.material_count + s.meta[j][1]) as usize];
+        let c = if pair.damping_abs > 0.0 {
+            pair.damping_abs
+        } else {
+            pair.damping_ratio2 * ((1.0 / (s.vel[i][3] + s.vel[j][3])) * pair.kn).sqrt()
+        };
+        [pair.kn, pair.kt, pair.mu, c]
+    }
+
     /// Kernels `pair_count`, the two prefix sums, `pair_fill` and
     /// `pair_fill_low`: the new list.
     pub fn pair_build(&self, list: &mut ListBuffers) {
@@ -223,6 +259,7 @@ impl CpuSim {
         scan(&list.low_count, &mut list.low_start);
         let total = list.pairs();
         list.pair_j = vec![0; total];
+        list.pair_const = vec![[0.0; 4]; total];
         list.pair_hist = vec![[0.0; 4]; total];
         list.pair_force = vec![[0.0; 4]; total];
         list.pair_torque = vec![[0.0; 4]; total];
@@ -231,6 +268,7 @@ impl CpuSim {
             for (t, &j) in up.iter().enumerate() {
                 let p = list.pair_start[i] as usize + t;
                 list.pair_j[p] = j;
+                list.pair_const[p] = self.pair_constants(i, j as usize);
                 let s = self.carried_spring(list, i, j as usize);
                 list.pair_hist[p] = [
                     s[0],
@@ -287,25 +325,25 @@ impl CpuSim {
                 };
                 let delta = rsum - dist;
                 let wj = s.angvel[j];
-                let m_eff = 1.0 / (vi[3] + vj[3]);
                 let vr = [vi[0] - vj[0], vi[1] - vj[1], vi[2] - vj[2]];
                 let wsum = add(
                     scale([wi[0], wi[1], wi[2]], pi[3]),
                     scale([wj[0], wj[1], wj[2]], pj[3]),
                 );
-                let pair = &self.pairs[(mi[1] * params.material_count + s.meta[j][1]) as usize];
-                let c = if pair.damping_abs > 0.0 {
-                    pair.damping_abs
-                } else {
-                    pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
+                let k = list.pair_const[p];
+                let pair = PairParams {
+                    kn: k[0],
+                    kt: k[1],
+                    mu: k[2],
+                    ..PairParams::default()
                 };
                 let (f, ft, xi) = contact_force_damped(
                     n,
                     delta,
                     vr,
                     wsum,
-                    c,
-                    pair,
+                    k[3],
+                    &pair,
                     [h[0], h[1], h[2]],
                     mode.dt_hist,
                 );
@@ -348,7 +386,10 @@ impl CpuSim {
                 f = sub(f, first3(list.pair_force[p]));
                 t = add(t, scale(first3(list.pair_torque[p]), pi[3]));
             }
-            for (w, wall) in self.walls.iter().enumerate() {
+            let mask = list.wall_mask[i];
+            let reached = (0..walls).filter(|&w| w >= 32 || mask & (1 << w) != 0);
+            for w in reached {
+                let wall = &self.walls[w];
                 let slot = i * walls + w;
                 let mut xi = [0.0; 3];
                 let delta = pi[3] - (dot(wall.normal, first3(pi)) - wall.offset);

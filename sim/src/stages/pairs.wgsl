@@ -146,6 +146,23 @@ fn commit_reorder(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     for (var w = 0u; w < params.wall_count; w = w + 1u) {
         wall_hist[k * params.wall_count + w] = wall_hist_old[src * params.wall_count + w];
     }
+    wall_mask[k] = walls_within_reach(pos_out[k], vel_out[k].w);
+}
+
+// Walls (below 32) a particle can touch before the next build: closer
+// than its radius plus the skin. Immovable particles feel no walls.
+fn walls_within_reach(p: vec4<f32>, inv_mass: f32) -> u32 {
+    var mask = 0u;
+    if (!(inv_mass > 0.0)) {
+        return mask;
+    }
+    for (var w = 0u; w < min(params.wall_count, 32u); w = w + 1u) {
+        let wa = walls[w * 2u];
+        if (dot(wa.xyz, p.xyz) - wa.w < p.w + params.skin) {
+            mask = mask | (1u << w);
+        }
+    }
+    return mask;
 }
 
 // After reorder_rk2: RK2's start-of-step copies in the new order.
@@ -217,6 +234,7 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
             let p = pair_start[i] + (*walk).up;
             pair_j[p] = j;
             pair_hist[p] = vec4<f32>(carried_spring(i, j), bitcast<f32>(pinfo[j].x));
+            pair_const[p] = pair_constants(mi.y, pinfo[j].y, inv_mass_i + vel[j].w);
         }
         (*walk).up = (*walk).up + 1u;
     } else {
@@ -233,6 +251,19 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
         }
         (*walk).low = (*walk).low + 1u;
     }
+}
+
+// The contact constants of a pair of materials: kn, kt, mu and the
+// damping for the pair's effective mass (1 / inv_mass_sum).
+fn pair_constants(mat_i: u32, mat_j: u32, inv_mass_sum: f32) -> vec4<f32> {
+    let k = (mat_i * params.material_count + mat_j) * 2u;
+    let pa = pairs[k];
+    let pb = pairs[k + 1u];
+    var c = pb.x;
+    if (!(pb.x > 0.0)) {
+        c = pa.w * sqrt((1.0 / inv_mass_sum) * pa.x);
+    }
+    return vec4<f32>(pa.x, pa.y, pa.z, c);
 }
 
 // Every listed partner of i in the 27 cells around it, in a fixed order
@@ -316,12 +347,29 @@ fn pair_fill_low(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 // Each listed pair once, from its owner's row: the force on the owner, the
 // torque term f_t x n (the owner's torque is it times r_i, the partner's
 // times r_j), and the spring kept in place (cleared once apart).
+var<workgroup> wg_touching: atomic<u32>;
+
 @compute @workgroup_size(256)
-fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = flat_index(gid, nwg);
-    if (i >= params.n) {
-        return;
+    var touching = 0u;
+    if (i < params.n) {
+        touching = pair_forces_of(i);
     }
+    // One atomic per workgroup: counted by both partners, as compute_forces counts.
+    if (touching > 0u) {
+        atomicAdd(&wg_touching, touching);
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+        let total = atomicLoad(&wg_touching);
+        if (total > 0u) {
+            atomicAdd(&counters[C_CONTACTS], 2u * total);
+        }
+    }
+}
+
+fn pair_forces_of(i: u32) -> u32 {
     let pi = pos[i];
     let vi = vel[i];
     let wi = angvel[i];
@@ -354,17 +402,10 @@ fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         }
         let delta = rsum - dist;
         let wj = angvel[j];
-        let m_eff = 1.0 / (vi.w + vj.w);
         let vr = vi.xyz - vj.xyz;
         let wsum = wi.xyz * pi.w + wj.xyz * pj.w;
-        let k = (mi.y * params.material_count + pinfo[j].y) * 2u;
-        let pa = pairs[k];
-        let pb = pairs[k + 1u];
-        var c = pb.x;
-        if (!(pb.x > 0.0)) {
-            c = pa.w * sqrt(m_eff * pa.x);
-        }
-        let out = contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, h.xyz, mode.dt_hist);
+        let k = pair_const[p];
+        let out = contact_force_damped(n, delta, vr, wsum, k.w, k.x, k.y, k.z, h.xyz, mode.dt_hist);
         pair_force[p] = vec4<f32>(out.f, 0.0);
         pair_torque[p] = vec4<f32>(cross(out.ft, n), 0.0);
         if (mode.commit != 0u) {
@@ -372,10 +413,7 @@ fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         }
         touching = touching + 1u;
     }
-    if (touching > 0u) {
-        // Counted by both partners, as compute_forces counts.
-        atomicAdd(&counters[C_CONTACTS], 2u * touching);
-    }
+    return touching;
 }
 
 @compute @workgroup_size(256)
@@ -404,7 +442,19 @@ fn particle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     let time = kernel_time();
     let material = pinfo[i].y;
     var wall_touching = 0u;
-    for (var w = 0u; w < params.wall_count; w = w + 1u) {
+    // The walls within reach at the build, then any beyond the mask's 32.
+    var mask = wall_mask[i];
+    var w = 0u;
+    loop {
+        if (mask != 0u) {
+            w = firstTrailingBit(mask);
+            mask = mask & (mask - 1u);
+        } else {
+            w = max(w + 1u, 32u);
+            if (w >= params.wall_count) {
+                break;
+            }
+        }
         let slot = i * params.wall_count + w;
         var xi = vec3<f32>(0.0);
         let wa = walls[w * 2u];
