@@ -104,7 +104,6 @@ description = "a loose heap of beads compacts under gravity"
 particle_radius = {RADIUS}
 gravity = [0, -9.81, 0]
 time_step = "auto"
-contact_slots = 12
 
 [domain]
 min = [0.0, 0.0, 0.0]

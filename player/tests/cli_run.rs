@@ -256,3 +256,32 @@ fn a_scene_over_the_device_budget_runs_block_by_block() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("--device-budget"), "{err}");
 }
+
+#[test]
+fn an_old_scene_setting_contact_slots_still_runs_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.toml");
+    std::fs::write(
+        &path,
+        "name = \"old\"\n[simulation]\ncontact_slots = 12\n[domain]\nmin = [0, 0, 0]\nmax = [0.2, 0.2, 0.2]\n\
+         [materials.default]\n[[particles]]\nregion = { min = [0.02, 0.02, 0.02], max = [0.18, 0.1, 0.18] }\nspacing = 0.03\n",
+    )
+    .unwrap();
+    for backend in ["cpu", "gpu"] {
+        let out = player(&[
+            "run",
+            path.to_str().unwrap(),
+            "--headless",
+            "--steps",
+            "5",
+            "--backend",
+            backend,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{backend}: {err}");
+        assert!(
+            err.contains("contact_slots is obsolete in core"),
+            "{backend}: {err}"
+        );
+    }
+}

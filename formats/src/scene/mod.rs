@@ -75,9 +75,12 @@ pub struct Simulation {
     pub time_step: TimeStep,
     /// Time integrator. Default velocity Verlet.
     pub integrator: Integrator,
-    /// Contact history slots per particle (tangential springs) on the GPU
-    /// path. Default 16.
-    pub contact_slots: u32,
+    /// Contact history slots per particle (tangential springs) for
+    /// block-wise stepping (`--device-budget`), whose blocks sort every step.
+    /// Obsolete in core: both engines keep each spring with its pair, with
+    /// no cap; a scene that sets it still loads, with a warning when it runs
+    /// in core. Default (None): 16.
+    pub contact_slots: Option<u32>,
     /// Neighbour-list skin, metres: pairs closer than their radii plus the
     /// skin are listed, and the list is rebuilt only when some particle has
     /// moved half the skin. Default (None): a tenth of the largest diameter.
@@ -93,7 +96,7 @@ impl Default for Simulation {
             gravity: [0.0, -9.81, 0.0],
             time_step: TimeStep::Auto,
             integrator: Integrator::VelocityVerlet,
-            contact_slots: 16,
+            contact_slots: None,
             skin: None,
             duration: 10.0,
         }

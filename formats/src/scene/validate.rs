@@ -21,10 +21,12 @@ impl Scene {
         if let TimeStep::Fixed(dt) = sim.time_step {
             validate::positive("simulation.time_step", dt)?;
         }
-        if !(1..=64).contains(&sim.contact_slots) {
+        if let Some(slots) = sim.contact_slots
+            && !(1..=64).contains(&slots)
+        {
             return Err(ValidationError::new(
                 "simulation.contact_slots",
-                format_args!("is {}, must be between 1 and 64", sim.contact_slots),
+                format_args!("is {slots}, must be between 1 and 64"),
             ));
         }
         if let Some(skin) = sim.skin

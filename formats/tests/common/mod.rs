@@ -101,6 +101,7 @@ particle_radius = 0.05
 gravity = [0, -9.81, 0]
 time_step = "auto"
 integrator = "rk2"
+contact_slots = 16  # written by every build before the slots became optional
 
 [domain]
 min = [-1, 0, -1]

@@ -50,6 +50,9 @@ pub const MAX_MATERIALS: usize = 64;
 /// Most contact history slots per particle.
 pub const MAX_SLOTS: u32 = 256;
 
+/// History slots per particle for block-wise stepping when the scene sets none.
+pub const DEFAULT_SLOTS: u32 = 16;
+
 /// Body index of a free particle.
 pub const FREE: u32 = u32::MAX;
 
@@ -87,8 +90,10 @@ pub struct SimSetup {
     pub contact_time: f64,
     /// Time integrator.
     pub integrator: Integrator,
-    /// Contact history slots per particle.
+    /// Contact history slots per particle (block-wise stepping only).
     pub slots: u32,
+    /// Whether the scene set `simulation.contact_slots` (obsolete in core).
+    pub slots_set: bool,
     /// Neighbour-list skin, metres (`simulation.skin`; default a tenth of
     /// the largest diameter).
     pub skin: f32,
@@ -373,7 +378,7 @@ impl SimSetup {
                 dt
             }
         };
-        let slots = scene.simulation.contact_slots;
+        let slots = scene.simulation.contact_slots.unwrap_or(DEFAULT_SLOTS);
         if slots == 0 || slots > MAX_SLOTS {
             return Err(SimError::BadValue {
                 field: "simulation.contact_slots".into(),
@@ -395,6 +400,7 @@ impl SimSetup {
             contact_time,
             integrator: scene.simulation.integrator,
             slots,
+            slots_set: scene.simulation.contact_slots.is_some(),
             skin: scene.simulation.skin.unwrap_or(0.2 * max_radius.max(0.0)),
             duration: scene.simulation.duration,
             domain_min: scene.domain.min,
