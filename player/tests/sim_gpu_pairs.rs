@@ -44,6 +44,7 @@ fn compare_lists(what: &str, cpu: &ListBuffers, gpu: &ListBuffers) {
     assert_eq!(gpu.row_count, cpu.row_count, "{what}: row counts");
     assert_eq!(gpu.pair_start, cpu.pair_start, "{what}: row starts");
     assert_eq!(gpu.low_start, cpu.low_start, "{what}: partner starts");
+    assert_eq!(gpu.pair_i, cpu.pair_i, "{what}: owners");
     assert_eq!(gpu.pair_j, cpu.pair_j, "{what}: partners");
     assert_eq!(gpu.low_index, cpu.low_index, "{what}: partner entries");
     assert_eq!(gpu.old_start, cpu.old_start, "{what}: old rows");

@@ -73,9 +73,9 @@ pub fn sorting_bytes(setup: &SimSetup) -> u64 {
         + setup.particles.len() as u64 * bytes_per_particle(setup.slots, setup.integrator)
 }
 
-/// Pair buffers' bytes per pair: partner, constants, spring, force,
+/// Pair buffers' bytes per pair: owner, partner, constants, spring, force,
 /// torque term, partner entry, the old spring.
-pub const BYTES_PER_PAIR: u64 = 4 + 16 + 16 + 16 + 16 + 4 + 16;
+pub const BYTES_PER_PAIR: u64 = 4 + 4 + 16 + 16 + 16 + 16 + 4 + 16;
 
 /// Device bytes the whole scene needs in core on the pair-list path (the
 /// default): [`sorting_bytes`] with one slot, the list's rows, build

@@ -67,6 +67,7 @@ pub(super) const B_DISPATCH_ARGS: u32 = 56;
 pub(super) const B_DISPATCH_TEMPLATE: u32 = 57;
 pub(super) const B_PAIR_CONST: u32 = 58;
 pub(super) const B_WALL_MASK: u32 = 59;
+pub(super) const B_PAIR_I: u32 = 60;
 
 /// The kernels of stage `pairs` (each gets one bind group per force kind).
 pub(super) const PAIR_KERNELS: [&str; 12] = [

@@ -43,6 +43,8 @@ const LIST_STATE_LEN: usize = 8;
 /// Dispatch slot kinds (`SLOT_*` in `pairs.wgsl`).
 const SLOT_STEP: u32 = 0;
 const SLOT_REBUILD: u32 = 1;
+/// Workgroup counts follow the list's length (set on the device).
+const SLOT_PAIRS: u32 = 2;
 /// Pairs per particle the buffers hold at first.
 const PAIRS_PER_PARTICLE: u32 = 8;
 
@@ -65,7 +67,12 @@ pub(super) struct ListGpu {
 }
 
 /// The dispatch slots a simulation of these sizes uses.
-fn slot_template(params: &Params, cell_levels: &[u32], row_levels: &[u32]) -> Vec<[u32; 4]> {
+fn slot_template(
+    params: &Params,
+    cell_levels: &[u32],
+    row_levels: &[u32],
+    capacity: u32,
+) -> Vec<[u32; 4]> {
     let mut slots: Vec<[u32; 4]> = Vec::new();
     let mut add = |g: [u32; 3], kind: u32| {
         let s = [g[0], g[1], g[2], kind];
@@ -78,6 +85,9 @@ fn slot_template(params: &Params, cell_levels: &[u32], row_levels: &[u32]) -> Ve
         add(groups_for(n), kind);
     }
     add(groups_for(1), SLOT_STEP);
+    // The pair slot: the host writes it for the capacity (the kernel stops
+    // at the list's end); list_gate and list_halt set it to the length.
+    add(groups_for(capacity), SLOT_PAIRS);
     add(groups_for(params.body_count), SLOT_STEP);
     add(dispatch_2d(params.body_count), SLOT_STEP);
     add(groups_for(n + 1), SLOT_REBUILD);
@@ -154,6 +164,7 @@ pub(super) fn create_list_buffers(
 fn pair_buffers(device: &wgpu::Device, capacity: u32) -> Vec<(u32, wgpu::Buffer)> {
     let c = capacity as usize;
     vec![
+        (B_PAIR_I, zeroed_buffer(device, "sim/pair_i", c * 4)),
         (B_PAIR_J, zeroed_buffer(device, "sim/pair_j", c * 4)),
         (
             B_PAIR_CONST,
@@ -186,7 +197,7 @@ impl GpuSim {
         self.check_pair_capacity(capacity)?;
         let cell_levels: Vec<u32> = self.scan_levels.iter().map(|l| l.len).collect();
         let row_levels = scan_lens(self.params.n + 1);
-        let template = slot_template(&self.params, &cell_levels, &row_levels);
+        let template = slot_template(&self.params, &cell_levels, &row_levels, capacity);
         let device = &self.gpu.device;
         for (b, buffer) in create_list_buffers(device, &self.params, capacity, &template) {
             self.buffers.insert(b, buffer);
@@ -362,16 +373,28 @@ impl GpuSim {
 
     /// The forces from the list: each pair once, then each particle's sum.
     fn encode_list_forces(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
-        let n = self.params.n;
-        for name in ["pair_forces", "particle_forces"] {
-            self.indirect(
-                pass,
-                name,
-                self.pair_group(name, kind),
-                groups_for(n),
-                SLOT_STEP,
-            );
-        }
+        self.pair_kernel(pass, "pair_forces", kind);
+        self.pair_kernel(pass, "particle_forces", kind);
+    }
+
+    /// `pair_forces` (one invocation per pair) or `particle_forces` (one
+    /// per particle).
+    fn pair_kernel(&self, pass: &mut wgpu::ComputePass<'_>, name: &str, kind: ForceKind) {
+        let (groups, slot_kind) = if name == "pair_forces" {
+            (self.pairs_slot_groups(), SLOT_PAIRS)
+        } else {
+            (groups_for(self.params.n), SLOT_STEP)
+        };
+        self.indirect(pass, name, self.pair_group(name, kind), groups, slot_kind);
+    }
+
+    /// The key of the pair slot in `slot_of` (its template counts).
+    fn pairs_slot_groups(&self) -> [u32; 3] {
+        let list = self.list();
+        list.template
+            .iter()
+            .find(|t| t[3] == SLOT_PAIRS)
+            .map_or([1, 1, 1], |t| [t[0], t[1], t[2]])
     }
 
     /// One force evaluation: the skin check, the gate, the rebuild if due,
@@ -470,6 +493,23 @@ impl GpuSim {
         });
     }
 
+    /// Every dispatch slot's counts as the host writes them: the template's,
+    /// the pair slot's for the whole capacity (the kernel stops at the end).
+    fn all_slots_on(&self) -> Vec<u32> {
+        let list = self.list();
+        let pairs = groups_for(list.capacity);
+        list.template
+            .iter()
+            .flat_map(|t| {
+                if t[3] == SLOT_PAIRS {
+                    pairs
+                } else {
+                    [t[0], t[1], t[2]]
+                }
+            })
+            .collect()
+    }
+
     /// The list state (`ListState` slots), read back (waits for the GPU).
     pub(super) fn list_state(&self) -> Result<[u32; LIST_STATE_LEN], SimError> {
         let bytes = read_buffer(
@@ -505,12 +545,7 @@ impl GpuSim {
             )?);
             let done = clock.first().copied().unwrap_or(0);
             // Every slot on for the resumed rebuild; the next gate rewrites them.
-            let list = self.list();
-            let args: Vec<u32> = list
-                .template
-                .iter()
-                .flat_map(|t| [t[0], t[1], t[2]])
-                .collect();
+            let args = self.all_slots_on();
             let q = &self.gpu.queue;
             q.write_buffer(
                 &self.buffers[&B_DISPATCH_ARGS],
@@ -575,12 +610,7 @@ impl GpuSim {
 
     /// Writes every dispatch slot on (the stages below run alone).
     fn enable_all_slots(&self) {
-        let args: Vec<u32> = self
-            .list()
-            .template
-            .iter()
-            .flat_map(|t| [t[0], t[1], t[2]])
-            .collect();
+        let args = self.all_slots_on();
         self.gpu.queue.write_buffer(
             &self.buffers[&B_DISPATCH_ARGS],
             0,
@@ -605,6 +635,7 @@ impl GpuSim {
         write(B_PAIR_START, bytemuck::cast_slice(&list.pair_start));
         write(B_LOW_COUNT, bytemuck::cast_slice(&list.low_count));
         write(B_LOW_START, bytemuck::cast_slice(&list.low_start));
+        write(B_PAIR_I, bytemuck::cast_slice(&list.pair_i));
         write(B_PAIR_J, bytemuck::cast_slice(&list.pair_j));
         write(B_PAIR_CONST, bytemuck::cast_slice(&list.pair_const));
         write(B_WALL_MASK, bytemuck::cast_slice(&list.wall_mask));
@@ -639,15 +670,7 @@ impl GpuSim {
     pub fn stage_list_kernel(&mut self, name: &'static str, kind: ForceKind) {
         self.enable_all_slots();
         let mut enc = self.encoder();
-        self.encode_pass(&mut enc, name, |s, pass| {
-            s.indirect(
-                pass,
-                name,
-                s.pair_group(name, kind),
-                groups_for(s.params.n),
-                SLOT_STEP,
-            );
-        });
+        self.encode_pass(&mut enc, name, |s, pass| s.pair_kernel(pass, name, kind));
         self.submit(enc);
     }
 
@@ -680,6 +703,7 @@ impl GpuSim {
             row_count: rows(B_ROW_COUNT)?,
             low_count: rows(B_LOW_COUNT)?,
             low_start: rows(B_LOW_START)?,
+            pair_i: self.read(B_PAIR_I, total)?,
             pair_j: self.read(B_PAIR_J, total)?,
             pair_const: self.read(B_PAIR_CONST, total)?,
             wall_mask: self.read(B_WALL_MASK, n)?,

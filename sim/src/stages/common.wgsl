@@ -172,6 +172,8 @@ const C_ESCAPE_ID: u32 = 7u;
 @group(0) @binding(58) var<storage, read_write> pair_const: array<vec4<f32>>;
 // Per particle: bit w set when wall w (< 32) was within r + skin at the build.
 @group(0) @binding(59) var<storage, read_write> wall_mask: array<u32>;
+// Per pair: its owner (current index).
+@group(0) @binding(60) var<storage, read_write> pair_i: array<u32>;
 
 fn flat_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;

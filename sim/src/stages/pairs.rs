@@ -34,6 +34,8 @@ pub struct ListBuffers {
     pub low_count: Vec<u32>,
     /// Exclusive prefix sum of `low_count`.
     pub low_start: Vec<u32>,
+    /// Owner (current index) of each pair.
+    pub pair_i: Vec<u32>,
     /// Partner (current index) of each pair.
     pub pair_j: Vec<u32>,
     /// `kn`, `kt`, `mu` and the damping of each pair (set at the build).
@@ -258,6 +260,7 @@ impl CpuSim {
         scan(&list.row_count, &mut list.pair_start);
         scan(&list.low_count, &mut list.low_start);
         let total = list.pairs();
+        list.pair_i = vec![0; total];
         list.pair_j = vec![0; total];
         list.pair_const = vec![[0.0; 4]; total];
         list.pair_hist = vec![[0.0; 4]; total];
@@ -267,6 +270,7 @@ impl CpuSim {
         for (i, (up, _)) in walks.iter().enumerate() {
             for (t, &j) in up.iter().enumerate() {
                 let p = list.pair_start[i] as usize + t;
+                list.pair_i[p] = i as u32;
                 list.pair_j[p] = j;
                 list.pair_const[p] = self.pair_constants(i, j as usize);
                 let s = self.carried_spring(list, i, j as usize);

@@ -28,6 +28,8 @@ const LS_SLOTS: u32 = 5u;     // dispatch slots in dispatch_template
 // dispatch_template[k].w: which kind of dispatch slot k is.
 const SLOT_STEP: u32 = 0u;
 const SLOT_REBUILD: u32 = 1u;
+// One invocation per listed pair: the counts follow the list's length.
+const SLOT_PAIRS: u32 = 2u;
 
 fn force_kind() -> u32 {
     // ForceKind: Commit 0, Trial 1, Prime 2 (see the modes in buffers.rs).
@@ -55,7 +57,14 @@ fn skin_check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 }
 
 fn write_slot(k: u32, on: bool) {
-    let t = dispatch_template[k];
+    var t = dispatch_template[k];
+    if (t.w == SLOT_PAIRS) {
+        // 256 pairs per workgroup, laid out as dispatch_2d lays them.
+        let cap = atomicLoad(&list_state[LS_CAPACITY]);
+        let groups = max((min(pair_start[params.n], cap) + WG - 1u) / WG, 1u);
+        let x = min(groups, 65535u);
+        t = vec4<u32>(x, (groups + x - 1u) / x, 1u, t.w);
+    }
     if (on) {
         dispatch_args[k * 3u] = t.x;
         dispatch_args[k * 3u + 1u] = t.y;
@@ -78,18 +87,22 @@ fn list_gate() {
     let slots = atomicLoad(&list_state[LS_SLOTS]);
     for (var k = 0u; k < slots; k = k + 1u) {
         let kind = dispatch_template[k].w;
-        write_slot(k, !halted && (kind == SLOT_STEP || rebuild));
+        write_slot(k, !halted && (kind != SLOT_REBUILD || rebuild));
     }
 }
 
+// After pair_fill: a halted batch runs nothing more; otherwise the pair
+// kernels follow the new list's length.
 @compute @workgroup_size(1)
 fn list_halt() {
-    if (atomicLoad(&list_state[LS_HALT]) == 0u) {
-        return;
-    }
+    let halted = atomicLoad(&list_state[LS_HALT]) != 0u;
     let slots = atomicLoad(&list_state[LS_SLOTS]);
     for (var k = 0u; k < slots; k = k + 1u) {
-        write_slot(k, false);
+        if (halted) {
+            write_slot(k, false);
+        } else if (dispatch_template[k].w == SLOT_PAIRS) {
+            write_slot(k, true);
+        }
     }
 }
 
@@ -232,6 +245,7 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
     if (j > i) {
         if (op == OP_FILL) {
             let p = pair_start[i] + (*walk).up;
+            pair_i[p] = i;
             pair_j[p] = j;
             pair_hist[p] = vec4<f32>(carried_spring(i, j), bitcast<f32>(pinfo[j].x));
             pair_const[p] = pair_constants(mi.y, pinfo[j].y, inv_mass_i + vel[j].w);
@@ -344,76 +358,69 @@ fn pair_fill_low(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     walk_neighbours(i, OP_LOW);
 }
 
-// Each listed pair once, from its owner's row: the force on the owner, the
-// torque term f_t x n (the owner's torque is it times r_i, the partner's
-// times r_j), and the spring kept in place (cleared once apart).
+// Each listed pair once, one invocation per pair: the force on the owner,
+// the torque term f_t x n (the owner's torque is it times r_i, the
+// partner's times r_j), and the spring kept in place (cleared once apart).
 var<workgroup> wg_touching: atomic<u32>;
 
 @compute @workgroup_size(256)
 fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let i = flat_index(gid, nwg);
-    var touching = 0u;
-    if (i < params.n) {
-        touching = pair_forces_of(i);
+    let p = flat_index(gid, nwg);
+    let total = min(pair_start[params.n], atomicLoad(&list_state[LS_CAPACITY]));
+    if (p < total && pair_force_of(p)) {
+        atomicAdd(&wg_touching, 1u);
     }
     // One atomic per workgroup: counted by both partners, as compute_forces counts.
-    if (touching > 0u) {
-        atomicAdd(&wg_touching, touching);
-    }
     workgroupBarrier();
     if (lid == 0u) {
-        let total = atomicLoad(&wg_touching);
-        if (total > 0u) {
-            atomicAdd(&counters[C_CONTACTS], 2u * total);
+        let touching = atomicLoad(&wg_touching);
+        if (touching > 0u) {
+            atomicAdd(&counters[C_CONTACTS], 2u * touching);
         }
     }
 }
 
-fn pair_forces_of(i: u32) -> u32 {
+fn pair_force_of(p: u32) -> bool {
+    let i = pair_i[p];
+    let j = pair_j[p];
     let pi = pos[i];
-    let vi = vel[i];
-    let wi = angvel[i];
-    let mi = pinfo[i];
-    var touching = 0u;
-    for (var p = pair_start[i]; p < pair_start[i + 1u]; p = p + 1u) {
-        let j = pair_j[p];
-        let pj = pos[j];
-        let d = pi.xyz - pj.xyz;
-        let dist2 = dot(d, d);
-        let rsum = pi.w + pj.w;
-        let h = pair_hist[p];
-        if (dist2 >= rsum * rsum) {
-            pair_force[p] = vec4<f32>(0.0);
-            pair_torque[p] = vec4<f32>(0.0);
-            if (mode.commit != 0u) {
-                pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
-            }
-            continue;
-        }
-        let vj = vel[j];
-        let dist = sqrt(dist2);
-        var n: vec3<f32>;
-        if (dist > 0.0) {
-            n = d * (1.0 / dist);
-        } else if (mi.x < bitcast<u32>(h.w)) {
-            n = vec3<f32>(0.0, 1.0, 0.0);
-        } else {
-            n = vec3<f32>(0.0, -1.0, 0.0);
-        }
-        let delta = rsum - dist;
-        let wj = angvel[j];
-        let vr = vi.xyz - vj.xyz;
-        let wsum = wi.xyz * pi.w + wj.xyz * pj.w;
-        let k = pair_const[p];
-        let out = contact_force_damped(n, delta, vr, wsum, k.w, k.x, k.y, k.z, h.xyz, mode.dt_hist);
-        pair_force[p] = vec4<f32>(out.f, 0.0);
-        pair_torque[p] = vec4<f32>(cross(out.ft, n), 0.0);
+    let pj = pos[j];
+    let d = pi.xyz - pj.xyz;
+    let dist2 = dot(d, d);
+    let rsum = pi.w + pj.w;
+    let h = pair_hist[p];
+    if (dist2 >= rsum * rsum) {
+        pair_force[p] = vec4<f32>(0.0);
+        pair_torque[p] = vec4<f32>(0.0);
         if (mode.commit != 0u) {
-            pair_hist[p] = vec4<f32>(out.xi, h.w);
+            pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
         }
-        touching = touching + 1u;
+        return false;
     }
-    return touching;
+    let vi = vel[i];
+    let vj = vel[j];
+    let wi = angvel[i];
+    let wj = angvel[j];
+    let dist = sqrt(dist2);
+    var n: vec3<f32>;
+    if (dist > 0.0) {
+        n = d * (1.0 / dist);
+    } else if (pinfo[i].x < bitcast<u32>(h.w)) {
+        n = vec3<f32>(0.0, 1.0, 0.0);
+    } else {
+        n = vec3<f32>(0.0, -1.0, 0.0);
+    }
+    let delta = rsum - dist;
+    let vr = vi.xyz - vj.xyz;
+    let wsum = wi.xyz * pi.w + wj.xyz * pj.w;
+    let k = pair_const[p];
+    let out = contact_force_damped(n, delta, vr, wsum, k.w, k.x, k.y, k.z, h.xyz, mode.dt_hist);
+    pair_force[p] = vec4<f32>(out.f, 0.0);
+    pair_torque[p] = vec4<f32>(cross(out.ft, n), 0.0);
+    if (mode.commit != 0u) {
+        pair_hist[p] = vec4<f32>(out.xi, h.w);
+    }
+    return true;
 }
 
 @compute @workgroup_size(256)
