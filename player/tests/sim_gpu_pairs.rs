@@ -362,3 +362,53 @@ fn no_contact_is_missed_between_rebuilds() {
         sim.rebuilds()
     );
 }
+
+/// Whole runs of the pair-list path: the GPU (batches of several sizes, the
+/// closing and opening kicks fused between steps) against its twin.
+fn whole_runs_track_the_twin(extra: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(
+        dir.path(),
+        &box_scene(0.0, 0.3, -9.81, "friction = 0.5", extra, true),
+        &lattice(10, 0.01, 0.021, 0.02, 0.0005, 0.3, 5),
+        GridMode::Auto,
+    );
+    let list_setup = s.for_pair_list().unwrap();
+    let mut twin = CpuSim::new(&list_setup);
+    let mut list = ListBuffers::new(list_setup.particles.len(), list_setup.walls.len());
+    twin.pair_prime(&mut list);
+    let mut gs = GpuSim::new(gpu(), &s).unwrap();
+    gs.prime().unwrap();
+    for batch in [1, 7, 50, 1, 41] {
+        twin.pair_advance(&mut list, batch);
+        gs.advance(batch).unwrap();
+    }
+    let g = gs.download().unwrap();
+    assert_eq!(gs.steps(), twin.step);
+    assert_eq!(gs.rebuilds(), u64::from(list.rebuilds), "{extra}: rebuilds");
+    assert_eq!(g.meta, twin.state.meta, "{extra}: the same order");
+    close(
+        &format!("{extra}: positions"),
+        &twin.state.pos,
+        &g.pos,
+        1e-6,
+        1e-5,
+    );
+    close(
+        &format!("{extra}: velocities"),
+        &twin.state.vel,
+        &g.vel,
+        1e-4,
+        1e-3,
+    );
+}
+
+#[test]
+fn whole_verlet_runs_track_the_twin() {
+    whole_runs_track_the_twin("");
+}
+
+#[test]
+fn whole_rk2_runs_track_the_twin() {
+    whole_runs_track_the_twin("integrator = \"rk2\"");
+}

@@ -70,7 +70,7 @@ pub(super) const B_WALL_MASK: u32 = 59;
 pub(super) const B_PAIR_I: u32 = 60;
 
 /// The kernels of stage `pairs` (each gets one bind group per force kind).
-pub(super) const PAIR_KERNELS: [&str; 12] = [
+pub(super) const PAIR_KERNELS: [&str; 14] = [
     "skin_check",
     "list_gate",
     "list_halt",
@@ -83,6 +83,8 @@ pub(super) const PAIR_KERNELS: [&str; 12] = [
     "pair_fill_low",
     "pair_forces",
     "particle_forces",
+    "particle_forces_end",
+    "particle_forces_end_begin",
 ];
 
 pub(super) const PARTICLE_KERNELS: [&str; 12] = [

@@ -200,10 +200,10 @@ impl GpuSim {
     /// buffers and resume, should a rebuild have outgrown them).
     pub fn advance(&mut self, steps: u32) -> Result<(), SimError> {
         let mut enc = self.encoder();
-        for _ in 0..steps {
-            if self.list.is_some() {
-                self.encode_list_step(&mut enc);
-            } else {
+        if self.list.is_some() {
+            self.encode_list_steps(&mut enc, steps, false);
+        } else {
+            for _ in 0..steps {
                 self.encode_step(&mut enc);
             }
         }

@@ -371,12 +371,6 @@ impl GpuSim {
         );
     }
 
-    /// The forces from the list: each pair once, then each particle's sum.
-    fn encode_list_forces(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
-        self.pair_kernel(pass, "pair_forces", kind);
-        self.pair_kernel(pass, "particle_forces", kind);
-    }
-
     /// `pair_forces` (one invocation per pair) or `particle_forces` (one
     /// per particle).
     fn pair_kernel(&self, pass: &mut wgpu::ComputePass<'_>, name: &str, kind: ForceKind) {
@@ -400,10 +394,21 @@ impl GpuSim {
     /// One force evaluation: the skin check, the gate, the rebuild if due,
     /// the forces (`rk2`: RK2's second evaluation, which also gathers the
     /// start-of-step copies).
-    fn encode_evaluation(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind, rk2: bool) {
+    /// `check`: run the skin check (false when the fused closing/opening
+    /// kick of the previous step did it and no body particles moved since).
+    /// The per-particle sums follow in [`Self::encode_step_tail`].
+    fn encode_evaluation(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        kind: ForceKind,
+        rk2: bool,
+        check: bool,
+    ) {
         let n = self.params.n;
         let keys = self.params.num_keys;
-        self.step_kernel(pass, "skin_check");
+        if check {
+            self.step_kernel(pass, "skin_check");
+        }
         self.direct(pass, "list_gate");
         let g = |name: &str| self.pair_group(name, kind);
         self.rebuild_kernel(pass, "save_list", g("save_list"), n + 1);
@@ -431,27 +436,40 @@ impl GpuSim {
             self.rebuild_kernel(pass, "commit_rk2", g("commit_rk2"), n);
         }
         self.encode_fill(pass, kind);
-        self.encode_list_forces(pass, kind);
+        self.pair_kernel(pass, "pair_forces", kind);
     }
 
-    /// What follows a force evaluation of `kind` to the end of its step.
-    fn encode_step_tail(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind) {
+    /// What follows the pair forces of an evaluation of `kind` to the end
+    /// of its step: the per-particle sums, the integration, the bodies, the
+    /// clock. Velocity Verlet fuses its closing half kick into the sums,
+    /// and, unless this is the batch's `last` step, the next step's opening
+    /// kick, drift and skin check too.
+    fn encode_step_tail(&self, pass: &mut wgpu::ComputePass<'_>, kind: ForceKind, last: bool) {
         match (kind, self.integrator) {
-            (ForceKind::Prime, _) => self.step_body_kernel(pass, "body_reduce"),
+            (ForceKind::Prime, _) => {
+                self.pair_kernel(pass, "particle_forces", kind);
+                self.step_body_kernel(pass, "body_reduce");
+            }
             (ForceKind::Commit, Integrator::VelocityVerlet) => {
-                self.step_kernel(pass, "verlet_end");
+                let sums = if last {
+                    "particle_forces_end"
+                } else {
+                    "particle_forces_end_begin"
+                };
+                self.pair_kernel(pass, sums, kind);
                 self.step_body_kernel(pass, "body_reduce");
                 self.step_body_kernel(pass, "body_end");
                 self.step_body_kernel(pass, "body_particles");
                 self.tick(pass);
             }
             (ForceKind::Trial, _) => {
+                self.pair_kernel(pass, "particle_forces", kind);
                 self.step_kernel(pass, "rk2_mid");
-                self.encode_evaluation(pass, ForceKind::Commit, true);
-                self.step_kernel(pass, "rk2_end");
-                self.tick(pass);
+                self.encode_evaluation(pass, ForceKind::Commit, true, true);
+                self.encode_step_tail(pass, ForceKind::Commit, last);
             }
             (ForceKind::Commit, Integrator::Rk2) => {
+                self.pair_kernel(pass, "particle_forces", kind);
                 self.step_kernel(pass, "rk2_end");
                 self.tick(pass);
             }
@@ -467,29 +485,45 @@ impl GpuSim {
         enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(8));
     }
 
-    /// Records one whole step of the pair-list path.
-    pub(super) fn encode_list_step(&self, enc: &mut wgpu::CommandEncoder) {
-        self.clear_list_counters(enc);
-        self.encode_pass(enc, "step", |s, pass| match s.integrator {
-            Integrator::VelocityVerlet => {
-                s.step_kernel(pass, "verlet_begin");
-                s.step_body_kernel(pass, "body_begin");
-                s.step_body_kernel(pass, "body_particles");
-                s.encode_evaluation(pass, ForceKind::Commit, false);
-                s.encode_step_tail(pass, ForceKind::Commit);
-            }
-            Integrator::Rk2 => {
-                s.encode_evaluation(pass, ForceKind::Trial, false);
-                s.encode_step_tail(pass, ForceKind::Trial);
-            }
-        });
+    /// Records `steps` whole steps of the pair-list path, each in its own
+    /// pass after the per-step counters are cleared. `begun`: the first
+    /// step's opening kick and drift were done by the step before it (a
+    /// batch resumed after a halt).
+    pub(super) fn encode_list_steps(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        steps: u32,
+        begun: bool,
+    ) {
+        let verlet = self.integrator == Integrator::VelocityVerlet;
+        let bodies = self.params.body_count > 0;
+        let mut begun = begun && verlet;
+        for s in 0..steps {
+            let last = s + 1 == steps;
+            self.clear_list_counters(enc);
+            self.encode_pass(enc, "step", |sim, pass| {
+                if verlet {
+                    if !begun {
+                        sim.step_kernel(pass, "verlet_begin");
+                    }
+                    sim.step_body_kernel(pass, "body_begin");
+                    sim.step_body_kernel(pass, "body_particles");
+                    sim.encode_evaluation(pass, ForceKind::Commit, false, !begun || bodies);
+                    sim.encode_step_tail(pass, ForceKind::Commit, last);
+                } else {
+                    sim.encode_evaluation(pass, ForceKind::Trial, false, true);
+                    sim.encode_step_tail(pass, ForceKind::Trial, last);
+                }
+            });
+            begun = verlet && !last;
+        }
     }
 
     /// Records the first evaluation (the first build, then forces).
     pub(super) fn encode_list_prime(&self, enc: &mut wgpu::CommandEncoder) {
         self.encode_pass(enc, "prime", |s, pass| {
-            s.encode_evaluation(pass, ForceKind::Prime, false);
-            s.encode_step_tail(pass, ForceKind::Prime);
+            s.encode_evaluation(pass, ForceKind::Prime, false, true);
+            s.encode_step_tail(pass, ForceKind::Prime, true);
         });
     }
 
@@ -557,16 +591,18 @@ impl GpuSim {
                 ListState::Halt as u64 * 4,
                 bytemuck::cast_slice(&[0u32, 0u32]),
             );
+            let resumed = u32::from(kind != ForceKind::Prime);
+            let remaining = steps_wanted.saturating_sub(done + resumed);
             let mut enc = self.encoder();
             self.encode_pass(&mut enc, "resume", |s, pass| {
                 s.encode_fill(pass, kind);
-                s.encode_list_forces(pass, kind);
-                s.encode_step_tail(pass, kind);
+                s.pair_kernel(pass, "pair_forces", kind);
+                s.encode_step_tail(pass, kind, remaining == 0);
             });
-            let resumed = u32::from(kind != ForceKind::Prime);
-            for _ in done + resumed..steps_wanted {
-                self.encode_list_step(&mut enc);
-            }
+            // A resumed velocity Verlet step that was not the last did the
+            // next one's opening kick and drift.
+            let begun = kind != ForceKind::Prime && remaining > 0;
+            self.encode_list_steps(&mut enc, remaining, begun);
             self.submit(enc);
         }
     }
@@ -658,7 +694,8 @@ impl GpuSim {
         self.enable_all_slots();
         let mut enc = self.encoder();
         self.encode_pass(&mut enc, "evaluation", |s, pass| {
-            s.encode_evaluation(pass, kind, rk2);
+            s.encode_evaluation(pass, kind, rk2, true);
+            s.pair_kernel(pass, "particle_forces", kind);
         });
         self.submit(enc);
         let wanted = self.step;

@@ -224,15 +224,18 @@ fn escaped(p: vec4<f32>) -> bool {
 }
 
 fn check_finite(i: u32, p: vec4<f32>, v: vec4<f32>, w: vec4<f32>) {
+    check_finite_at(i, p, v, w, clock[0]);
+}
+
+// check_finite for the values of (0-based) step `step`.
+fn check_finite_at(i: u32, p: vec4<f32>, v: vec4<f32>, w: vec4<f32>, step: u32) {
     if (bad(p.xyz) || bad(v.xyz) || bad(w.xyz)) {
-        let step = clock[0];
         let prev = atomicMin(&counters[C_NAN_STEP], step);
         if (prev >= step) {
             atomicMin(&counters[C_NAN_ID], pinfo[i].x);
         }
     }
     if (escaped(p)) {
-        let step = clock[0];
         let prev = atomicMin(&counters[C_ESCAPE_STEP], step);
         if (prev >= step) {
             atomicMin(&counters[C_ESCAPE_ID], pinfo[i].x);

@@ -423,12 +423,38 @@ fn pair_force_of(p: u32) -> bool {
     return true;
 }
 
+// What particle_forces does after the sums (velocity Verlet, free
+// particles): nothing; the closing half kick of this step; or that and the
+// opening kick and drift of the next step with its skin check, in one pass.
+const SUM_ONLY: u32 = 0u;
+const SUM_END: u32 = 1u;
+const SUM_END_BEGIN: u32 = 2u;
+
 @compute @workgroup_size(256)
 fn particle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i >= params.n) {
-        return;
+    if (i < params.n) {
+        sum_particle(i, SUM_ONLY);
     }
+}
+
+@compute @workgroup_size(256)
+fn particle_forces_end(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i < params.n) {
+        sum_particle(i, SUM_END);
+    }
+}
+
+@compute @workgroup_size(256)
+fn particle_forces_end_begin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = flat_index(gid, nwg);
+    if (i < params.n) {
+        sum_particle(i, SUM_END_BEGIN);
+    }
+}
+
+fn sum_particle(i: u32, then: u32) {
     let pi = pos[i];
     let vi = vel[i];
     let wi = angvel[i];
@@ -484,6 +510,29 @@ fn particle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     if (wall_touching > 0u) {
         atomicAdd(&counters[C_WALL_CONTACTS], wall_touching);
     }
+    if (then == SUM_ONLY || pinfo[i].z != FREE) {
+        return;
+    }
+    // verlet_end, then (SUM_END_BEGIN) verlet_begin and skin_check, with
+    // the same arithmetic as those kernels.
+    let half = 0.5 * params.dt;
+    var v = vec4<f32>(vi.xyz + f * (vi.w * half), vi.w);
+    var wv = vec4<f32>(wi.xyz + t * (wi.w * half), wi.w);
+    check_finite_at(i, pi, v, wv, clock[0]);
+    if (then == SUM_END_BEGIN) {
+        v = vec4<f32>(v.xyz + f * (v.w * half), v.w);
+        wv = vec4<f32>(wv.xyz + t * (wv.w * half), wv.w);
+        let p = vec4<f32>(pi.xyz + v.xyz * params.dt, pi.w);
+        pos[i] = p;
+        check_finite_at(i, p, v, wv, clock[0] + 1u);
+        let d = p.xyz - pos_ref[i].xyz;
+        let skin_half = 0.5 * params.skin;
+        if (dot(d, d) > skin_half * skin_half) {
+            atomicMax(&list_state[LS_REBUILD], 1u);
+        }
+    }
+    vel[i] = v;
+    angvel[i] = wv;
 }
 
 // The damped contact of forces.wgsl (walls use it; pairs have theirs above).
