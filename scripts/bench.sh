@@ -7,4 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export NODEVICE_SELECT=1
 python3 -c "import trimesh, scipy" 2>/dev/null || pip install -q trimesh scipy numpy
+# LIGGGHTS, the peer of the particle-simulation rows (Debian's package).
+if ! command -v liggghts >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends liggghts >/dev/null \
+    || echo "bench: could not install liggghts; its rows will say so" >&2
+fi
 cargo run --release --locked -p pellet-bench -- "$@"
