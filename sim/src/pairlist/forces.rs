@@ -38,7 +38,6 @@ fn xyz(v: &[f32; 4]) -> V3 {
 /// The read-only inputs of the pair kernel.
 struct PairInputs<'a> {
     row: &'a [u32],
-    owner: &'a [u32],
     partner: &'a [u32],
     kn: &'a [f32],
     kt: &'a [f32],
@@ -50,99 +49,130 @@ struct PairInputs<'a> {
 
 impl PairInputs<'_> {
     /// Every pair of the rows of particles `first..end`, in batches of
-    /// [`LANES`] consecutive pairs; the chunk's slices start at particle
-    /// `base`, its springs at pair `row[first]`. Each pair's force goes to
-    /// both particles, pair by pair in list order.
+    /// [`LANES`] consecutive touching pairs; the chunk's slices start at
+    /// particle `base`, its springs at pair `row[first]`. Each pair's force
+    /// goes to both particles, pair by pair in list order.
     fn slab(&self, first: usize, end: usize, base: usize, c: &mut Chunk<'_>) -> u32 {
         let mode = self.mode;
-        let (k0, k1) = (self.row[first] as usize, self.row[end] as usize);
+        let k0 = self.row[first] as usize;
         let mut touching = 0;
         let mut batch = PairLanes::default();
         let mut out = PairResults::default();
         // (owner, partner, pair) of each filled lane.
         let mut which = [(0usize, 0usize, 0usize); LANES];
         let mut used = 0;
-        let flush = |batch: &PairLanes,
-                     which: &[(usize, usize, usize)],
-                     out: &mut PairResults,
-                     c: &mut Chunk<'_>|
-         -> u32 {
-            dispatch::pair_forces(batch, mode.dt_hist, out);
-            let mut touching = 0;
-            for (l, &(i, j, k)) in which.iter().enumerate() {
-                if out.touching[l] {
-                    let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
-                    let (fi, ti) = (&mut c.force[i], &mut c.torque[i]);
-                    for a in 0..3 {
-                        fi[a] += out.f[a][l];
-                        ti[a] += out.tn[a][l] * ri;
-                    }
-                    let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
-                    for a in 0..3 {
-                        fj[a] -= out.f[a][l];
-                        tj[a] += out.tn[a][l] * rj;
-                    }
-                    touching += 1;
-                }
-                if mode.commit {
-                    for a in 0..3 {
-                        c.spring[a][k] = out.xi[a][l];
-                    }
-                }
-            }
-            touching
-        };
-        for k in k0..k1 {
-            let (i, j) = (
-                self.owner[k] as usize - base,
-                self.partner[k] as usize - base,
-            );
-            let (pi, pj) = (c.pos[i], c.pos[j]);
-            // The lanes' own test, done first: listed pairs that do not
-            // touch only lose their spring (as the lanes would give them).
-            let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
-            let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            let rsum = pi[3] + pj[3];
-            let local = k - k0;
-            let touching_now = dist2 < rsum * rsum; // false for NaN, as in the lanes
-            if !touching_now {
-                if mode.commit {
-                    for a in 0..3 {
-                        c.spring[a][local] = 0.0;
-                    }
-                }
+        for i in first - base..end - base {
+            let (a, b) = (self.row[i + base] as usize, self.row[i + base + 1] as usize);
+            if a == b {
                 continue;
             }
-            let l = used;
-            let (vi, vj, wi, wj) = (c.vel[i], c.vel[j], c.angvel[i], c.angvel[j]);
-            for a in 0..4 {
-                batch.pi[a][l] = pi[a];
-                batch.pj[a][l] = pj[a];
-            }
-            for a in 0..3 {
-                batch.vi[a][l] = vi[a];
-                batch.vj[a][l] = vj[a];
-                batch.wi[a][l] = wi[a];
-                batch.wj[a][l] = wj[a];
-                batch.xi[a][l] = c.spring[a][local];
-            }
-            batch.kn[l] = self.kn[k];
-            batch.kt[l] = self.kt[k];
-            batch.mu[l] = self.mu[k];
-            batch.c[l] = self.damping[k];
-            batch.sign[l] = self.sign[k];
-            which[l] = (i, j, local);
-            used += 1;
-            if used == LANES {
-                touching += flush(&batch, &which, &mut out, c);
-                used = 0;
+            let (pi, vi, wi) = (c.pos[i], c.vel[i], c.angvel[i]);
+            for k in a..b {
+                let j = self.partner[k] as usize - base;
+                let pj = c.pos[j];
+                // The lanes' own test, done first: listed pairs that do not
+                // touch only lose their spring (as the lanes would give them).
+                let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+                let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let rsum = pi[3] + pj[3];
+                let local = k - k0;
+                let touching_now = dist2 < rsum * rsum; // false for NaN, as in the lanes
+                if !touching_now {
+                    if mode.commit {
+                        for a in 0..3 {
+                            c.spring[a][local] = 0.0;
+                        }
+                    }
+                    continue;
+                }
+                let l = used;
+                let (vj, wj) = (c.vel[j], c.angvel[j]);
+                for a in 0..4 {
+                    batch.pi[a][l] = pi[a];
+                    batch.pj[a][l] = pj[a];
+                }
+                for a in 0..3 {
+                    batch.vi[a][l] = vi[a];
+                    batch.vj[a][l] = vj[a];
+                    batch.wi[a][l] = wi[a];
+                    batch.wj[a][l] = wj[a];
+                    batch.xi[a][l] = c.spring[a][local];
+                }
+                batch.kn[l] = self.kn[k];
+                batch.kt[l] = self.kt[k];
+                batch.mu[l] = self.mu[k];
+                batch.c[l] = self.damping[k];
+                batch.sign[l] = self.sign[k];
+                which[l] = (i, j, local);
+                used += 1;
+                if used == LANES {
+                    touching += flush(mode, &batch, &which, &mut out, c);
+                    used = 0;
+                }
             }
         }
         if used > 0 {
-            touching += flush(&batch, &which[..used], &mut out, c);
+            touching += flush(mode, &batch, &which[..used], &mut out, c);
         }
         touching
     }
+}
+
+/// Evaluates a batch and adds each pair's force to both particles, lane by
+/// lane in list order. A run of lanes with one owner keeps the owner's sums
+/// in registers, added in the same order (so the same bits) as through
+/// memory; its partners are all later particles, never the owner.
+fn flush(
+    mode: ForceMode,
+    batch: &PairLanes,
+    which: &[(usize, usize, usize)],
+    out: &mut PairResults,
+    c: &mut Chunk<'_>,
+) -> u32 {
+    dispatch::pair_forces(batch, mode.dt_hist, out);
+    let mut touching = 0;
+    let mut owner = usize::MAX;
+    let (mut fi, mut ti) = ([0.0f32; 4], [0.0f32; 4]);
+    for (l, &(i, j, k)) in which.iter().enumerate() {
+        if !out.touching[l] {
+            if mode.commit {
+                for a in 0..3 {
+                    c.spring[a][k] = out.xi[a][l];
+                }
+            }
+            continue;
+        }
+        if i != owner {
+            if owner != usize::MAX {
+                c.force[owner] = fi;
+                c.torque[owner] = ti;
+            }
+            owner = i;
+            fi = c.force[i];
+            ti = c.torque[i];
+        }
+        let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
+        for a in 0..3 {
+            fi[a] += out.f[a][l];
+            ti[a] += out.tn[a][l] * ri;
+        }
+        let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
+        for a in 0..3 {
+            fj[a] -= out.f[a][l];
+            tj[a] += out.tn[a][l] * rj;
+        }
+        touching += 1;
+        if mode.commit {
+            for a in 0..3 {
+                c.spring[a][k] = out.xi[a][l];
+            }
+        }
+    }
+    if owner != usize::MAX {
+        c.force[owner] = fi;
+        c.torque[owner] = ti;
+    }
+    touching
 }
 
 /// One particle's walls: every wall, the ones it lists, their damping and springs.
@@ -370,7 +400,6 @@ impl PairListSim {
         };
         let inputs = PairInputs {
             row: &list.row,
-            owner: &list.owner,
             partner: &list.partner,
             kn: &list.kn,
             kt: &list.kt,
