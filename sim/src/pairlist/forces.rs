@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::dispatch;
 use super::integrate::{Found, VerletUpdate};
-use super::lanes::{LANES, PairLanes, PairResults};
+use super::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults};
 use super::{MIN_LEN, PairListSim};
 use crate::setup::{PairParams, WallParams};
 use crate::stages::common::{V3, add, cross, dot, scale};
@@ -58,15 +58,14 @@ impl PairInputs<'_> {
         let mut touching = 0;
         let mut batch = PairLanes::default();
         let mut out = PairResults::default();
-        // (owner, partner, pair) of each filled lane.
-        let mut which = [(0usize, 0usize, 0usize); LANES];
+        let mut idx = LaneIndex::default();
         let mut used = 0;
         for i in first - base..end - base {
             let (a, b) = (self.row[i + base] as usize, self.row[i + base + 1] as usize);
             if a == b {
                 continue;
             }
-            let (pi, vi, wi) = (c.pos[i], c.vel[i], c.angvel[i]);
+            let pi = c.pos[i];
             for k in a..b {
                 let j = self.partner[k] as usize - base;
                 let pj = c.pos[j];
@@ -85,94 +84,96 @@ impl PairInputs<'_> {
                     }
                     continue;
                 }
-                let l = used;
-                let (vj, wj) = (c.vel[j], c.angvel[j]);
-                for a in 0..4 {
-                    batch.pi[a][l] = pi[a];
-                    batch.pj[a][l] = pj[a];
-                }
-                for a in 0..3 {
-                    batch.vi[a][l] = vi[a];
-                    batch.vj[a][l] = vj[a];
-                    batch.wi[a][l] = wi[a];
-                    batch.wj[a][l] = wj[a];
-                    batch.xi[a][l] = c.spring[a][local];
-                }
-                batch.kn[l] = self.kn[k];
-                batch.kt[l] = self.kt[k];
-                batch.mu[l] = self.mu[k];
-                batch.c[l] = self.damping[k];
-                batch.sign[l] = self.sign[k];
-                which[l] = (i, j, local);
+                idx.i[used] = i as u32;
+                idx.j[used] = j as u32;
+                idx.local[used] = local as u32;
+                idx.pair[used] = k as u32;
                 used += 1;
                 if used == LANES {
-                    touching += flush(mode, &batch, &which, &mut out, c);
+                    touching += self.flush(&mut batch, &idx, used, &mut out, c);
                     used = 0;
                 }
             }
         }
         if used > 0 {
-            touching += flush(mode, &batch, &which[..used], &mut out, c);
+            touching += self.flush(&mut batch, &idx, used, &mut out, c);
         }
         touching
     }
-}
 
-/// Evaluates a batch and adds each pair's force to both particles, lane by
-/// lane in list order. A run of lanes with one owner keeps the owner's sums
-/// in registers, added in the same order (so the same bits) as through
-/// memory; its partners are all later particles, never the owner.
-fn flush(
-    mode: ForceMode,
-    batch: &PairLanes,
-    which: &[(usize, usize, usize)],
-    out: &mut PairResults,
-    c: &mut Chunk<'_>,
-) -> u32 {
-    dispatch::pair_forces(batch, mode.dt_hist, out);
-    let mut touching = 0;
-    let mut owner = usize::MAX;
-    let (mut fi, mut ti) = ([0.0f32; 4], [0.0f32; 4]);
-    for (l, &(i, j, k)) in which.iter().enumerate() {
-        if !out.touching[l] {
+    /// Gathers the first `used` lanes of `idx` (the rest repeat earlier,
+    /// valid pairs and are ignored), evaluates them and adds each pair's
+    /// force to both particles, lane by lane in list order. A run of lanes
+    /// with one owner keeps the owner's sums in registers, added in the same
+    /// order (so the same bits) as through memory; its partners are all
+    /// later particles, never the owner.
+    fn flush(
+        &self,
+        batch: &mut PairLanes,
+        idx: &LaneIndex,
+        used: usize,
+        out: &mut PairResults,
+        c: &mut Chunk<'_>,
+    ) -> u32 {
+        let mode = self.mode;
+        let src = LaneSources {
+            pos: c.pos,
+            vel: c.vel,
+            angvel: c.angvel,
+            spring: [&c.spring[0][..], &c.spring[1][..], &c.spring[2][..]],
+            kn: self.kn,
+            kt: self.kt,
+            mu: self.mu,
+            damping: self.damping,
+            sign: self.sign,
+        };
+        dispatch::fill_lanes(&src, idx, batch);
+        dispatch::pair_forces(batch, mode.dt_hist, out);
+        let mut touching = 0;
+        let mut owner = usize::MAX;
+        let (mut fi, mut ti) = ([0.0f32; 4], [0.0f32; 4]);
+        for l in 0..used {
+            let (i, j, k) = (idx.i[l] as usize, idx.j[l] as usize, idx.local[l] as usize);
+            if !out.touching[l] {
+                if mode.commit {
+                    for a in 0..3 {
+                        c.spring[a][k] = out.xi[a][l];
+                    }
+                }
+                continue;
+            }
+            if i != owner {
+                if owner != usize::MAX {
+                    c.force[owner] = fi;
+                    c.torque[owner] = ti;
+                }
+                owner = i;
+                fi = c.force[i];
+                ti = c.torque[i];
+            }
+            let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
+            for a in 0..3 {
+                fi[a] += out.f[a][l];
+                ti[a] += out.tn[a][l] * ri;
+            }
+            let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
+            for a in 0..3 {
+                fj[a] -= out.f[a][l];
+                tj[a] += out.tn[a][l] * rj;
+            }
+            touching += 1;
             if mode.commit {
                 for a in 0..3 {
                     c.spring[a][k] = out.xi[a][l];
                 }
             }
-            continue;
         }
-        if i != owner {
-            if owner != usize::MAX {
-                c.force[owner] = fi;
-                c.torque[owner] = ti;
-            }
-            owner = i;
-            fi = c.force[i];
-            ti = c.torque[i];
+        if owner != usize::MAX {
+            c.force[owner] = fi;
+            c.torque[owner] = ti;
         }
-        let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
-        for a in 0..3 {
-            fi[a] += out.f[a][l];
-            ti[a] += out.tn[a][l] * ri;
-        }
-        let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
-        for a in 0..3 {
-            fj[a] -= out.f[a][l];
-            tj[a] += out.tn[a][l] * rj;
-        }
-        touching += 1;
-        if mode.commit {
-            for a in 0..3 {
-                c.spring[a][k] = out.xi[a][l];
-            }
-        }
+        touching
     }
-    if owner != usize::MAX {
-        c.force[owner] = fi;
-        c.torque[owner] = ti;
-    }
-    touching
 }
 
 /// One particle's walls: every wall, the ones it lists, their damping and springs.

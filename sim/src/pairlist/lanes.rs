@@ -42,6 +42,71 @@ pub struct PairLanes {
     pub sign: [f32; LANES],
 }
 
+/// Where a batch's lanes are read from: the chunk's particle state (one
+/// `[f32; 4]` per particle), the slab's springs (one array per axis) and
+/// the list's per-pair constants.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneSources<'a> {
+    /// Positions and radii.
+    pub pos: &'a [[f32; 4]],
+    /// Velocities and inverse masses.
+    pub vel: &'a [[f32; 4]],
+    /// Angular velocities and inverse moments.
+    pub angvel: &'a [[f32; 4]],
+    /// Springs of the slab's pairs, per axis.
+    pub spring: [&'a [f32]; 3],
+    /// Normal stiffness per pair of the list.
+    pub kn: &'a [f32],
+    /// Tangential stiffness per pair.
+    pub kt: &'a [f32],
+    /// Friction per pair.
+    pub mu: &'a [f32],
+    /// Damping per pair.
+    pub damping: &'a [f32],
+    /// Coincident-centre sign per pair.
+    pub sign: &'a [f32],
+}
+
+/// Which pair fills each lane: its owner and partner (indices into the
+/// sources' particle arrays), its spring (into the slab's springs) and its
+/// list entry (into the constants). Out-of-range indices panic.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LaneIndex {
+    /// Owner of each lane's pair.
+    pub i: [u32; LANES],
+    /// Partner.
+    pub j: [u32; LANES],
+    /// Spring index in the slab.
+    pub local: [u32; LANES],
+    /// Index in the list.
+    pub pair: [u32; LANES],
+}
+
+/// Fills the lanes of `b` from `src` at `idx` (the portable build; the
+/// wide ones gather the same values).
+pub fn fill(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
+    for l in 0..LANES {
+        let (i, j) = (idx.i[l] as usize, idx.j[l] as usize);
+        let (k, g) = (idx.local[l] as usize, idx.pair[l] as usize);
+        for a in 0..4 {
+            b.pi[a][l] = src.pos[i][a];
+            b.pj[a][l] = src.pos[j][a];
+        }
+        for a in 0..3 {
+            b.vi[a][l] = src.vel[i][a];
+            b.vj[a][l] = src.vel[j][a];
+            b.wi[a][l] = src.angvel[i][a];
+            b.wj[a][l] = src.angvel[j][a];
+            b.xi[a][l] = src.spring[a][k];
+        }
+        b.kn[l] = src.kn[g];
+        b.kt[l] = src.kt[g];
+        b.mu[l] = src.mu[g];
+        b.c[l] = src.damping[g];
+        b.sign[l] = src.sign[g];
+    }
+}
+
 /// What a batch gives: per lane the force on the first particle, `ft x n`
 /// (times a radius, the torque on either particle), the new spring, and
 /// whether the pair touches.
