@@ -310,12 +310,22 @@ impl GpuSim {
         q.write_buffer(&b[&B_LOCAL], 0, bytemuck::cast_slice(&state.local));
     }
 
-    /// Applies new parameters (gravity, time step) and material pairs at
-    /// once, without restarting (the viewer's live controls).
+    /// Applies new parameters (gravity and time step of `params`; the rest
+    /// of it, the grid, stays this simulation's) and material pairs at once,
+    /// without restarting (the viewer's live controls). On the pair-list
+    /// path the next evaluation rebuilds the list, whose pairs cache their
+    /// materials' constants.
     pub fn update_parameters(&mut self, params: &Params, pairs: &[PairParams]) {
+        let mut live = self.params;
+        live.gravity = params.gravity;
+        live.dt = params.dt;
+        let params = &live;
         let q = &self.gpu.queue;
         q.write_buffer(&self.buffers[&B_PARAMS], 0, bytemuck::bytes_of(params));
         q.write_buffer(&self.buffers[&B_PAIRS], 0, bytemuck::cast_slice(pairs));
+        if let Some(state) = self.buffers.get(&B_LIST_STATE) {
+            q.write_buffer(state, 0, bytemuck::bytes_of(&1u32));
+        }
         let dt = params.dt;
         for (buffer, (dt_hist, commit)) in
             self.mode_buffers
