@@ -26,6 +26,8 @@ pub struct NeighbourList {
     axes: [usize; 3],
     /// Pairs of particle `i` are `row[i]..row[i + 1]`.
     pub row: Vec<u32>,
+    /// First particle of each pair (the wide prefilter loads it by blocks).
+    pub owner: Vec<u32>,
     /// Second particle of each pair (`j > i`).
     pub partner: Vec<u32>,
     /// Index of the pair's material pair in the pair table.
@@ -345,6 +347,7 @@ impl PairListSim {
         let list = &mut self.list;
         list.row.clear();
         list.row.resize(n + 1, 0);
+        list.owner.clear();
         list.partner.clear();
         list.material_pair.clear();
         list.kn.clear();
@@ -356,6 +359,7 @@ impl PairListSim {
         list.partner.reserve(total);
         for (i, j, pp, damping, spring) in rows.into_iter().flatten() {
             list.row[i as usize + 1] += 1;
+            list.owner.push(i);
             list.partner.push(j);
             list.material_pair.push(pp);
             let pair = &table[pp as usize];

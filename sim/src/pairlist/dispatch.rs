@@ -11,7 +11,7 @@
 //! bit-identical results (see [`lanes`]).
 #![allow(unsafe_code)]
 
-use super::lanes::{self, LANES, LaneIndex, LaneSources, PairLanes, PairResults};
+use super::lanes::{self, LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
 
 /// The instruction set [`pair_forces`] uses on this machine: `"avx512"`,
 /// `"avx2"` or `"portable"`.
@@ -76,12 +76,163 @@ pub fn fill_lanes(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU reports AVX-512F, the feature `gather512` is
             // compiled for; it checks its indices itself.
-            unsafe { gather512(src, idx, b) };
+            unsafe { gather512(src, idx, b, true) };
             return;
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: as above, for AVX2 and `gather256`.
             unsafe { gather256(src, idx, b) };
+            return;
+        }
+    }
+    lanes::fill(src, idx, b);
+}
+
+/// Whether the wide prefilter ([`prefilter_block`]) runs on this CPU (AVX-512F).
+#[inline]
+pub fn has_wide_prefilter() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The listed pairs a block of the wide prefilter reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ListedBlock<'a> {
+    /// The chunk's positions and radii.
+    pub pos: &'a [[f32; 4]],
+    /// Owner of each listed pair (list indices, particle indices from `base`).
+    pub owner: &'a [u32],
+    /// Partner of each listed pair.
+    pub partner: &'a [u32],
+    /// First particle of the chunk.
+    pub base: u32,
+    /// First pair of the slab (its springs start there).
+    pub k0: usize,
+}
+
+/// The wide prefilter for the listed pairs `k..end` (at most [`LANES`]):
+/// the same touching test as the scalar one (`dist2 < rsum^2`, unfused,
+/// false for NaN), the touching pairs appended in order to `pending` with
+/// their positions, the springs of the others cleared when `commit`. Needs
+/// room for [`LANES`] more pairs in `pending`.
+///
+/// # Panics
+/// Without AVX-512F ([`has_wide_prefilter`]), when `pending` has no room,
+/// or when an index is out of range (never, for the list's indices).
+pub fn prefilter_block(
+    src: &ListedBlock<'_>,
+    k: usize,
+    end: usize,
+    springs: &mut [&mut [f32]; 3],
+    commit: bool,
+    pending: &mut Pending,
+) {
+    assert!(end > k && end - k <= LANES && pending.used <= LANES);
+    assert!(end <= src.owner.len() && end <= src.partner.len());
+    assert!(end - src.k0 <= springs.iter().map(|s| s.len()).min().unwrap_or(0));
+    assert!(k >= src.k0 && src.pos.len() < (i32::MAX as usize - 3) / 4);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU reports AVX-512F; the asserts above bound the
+            // list and spring ranges the block reads and writes, and the
+            // room in `pending`; particle indices are checked inside.
+            unsafe { prefilter512(src, k, end, springs, commit, pending) };
+            return;
+        }
+    }
+    panic!("the wide prefilter needs AVX-512F");
+}
+
+/// # Safety
+/// AVX-512F must be available; `k..end` must be at most 16 pairs inside
+/// `owner`, `partner` and (from `k0`) every spring slice; `pending` must
+/// have room for 16 more pairs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn prefilter512(
+    src: &ListedBlock<'_>,
+    k: usize,
+    end: usize,
+    springs: &mut [&mut [f32]; 3],
+    commit: bool,
+    pending: &mut Pending,
+) {
+    use std::arch::x86_64::*;
+    // SAFETY: loads and stores are masked to the block's `end - k` lanes,
+    // which lie inside the list and spring slices (caller's contract); the
+    // gathers read records of particles checked below to be in the chunk;
+    // the compress stores write at most 16 elements from `used`, inside the
+    // 32-element pending arrays.
+    unsafe {
+        let valid: __mmask16 = ((1u32 << (end - k)) - 1) as __mmask16;
+        let base = _mm512_set1_epi32(src.base as i32);
+        let vo = _mm512_sub_epi32(
+            _mm512_maskz_loadu_epi32(valid, src.owner.as_ptr().add(k).cast()),
+            base,
+        );
+        let vp = _mm512_sub_epi32(
+            _mm512_maskz_loadu_epi32(valid, src.partner.as_ptr().add(k).cast()),
+            base,
+        );
+        let n = _mm512_set1_epi32(src.pos.len() as i32);
+        let bad =
+            _mm512_mask_cmpge_epu32_mask(valid, vo, n) | _mm512_mask_cmpge_epu32_mask(valid, vp, n);
+        assert!(bad == 0, "pair lane index out of range");
+        let p = src.pos.as_ptr().cast::<f32>();
+        let (ro, rp) = (_mm512_slli_epi32::<2>(vo), _mm512_slli_epi32::<2>(vp));
+        let zero = _mm512_setzero_ps();
+        let mut pi = [zero; 4];
+        let mut pj = [zero; 4];
+        for a in 0..4 {
+            let add = _mm512_set1_epi32(a as i32);
+            pi[a] = _mm512_mask_i32gather_ps::<4>(zero, valid, _mm512_add_epi32(ro, add), p);
+            pj[a] = _mm512_mask_i32gather_ps::<4>(zero, valid, _mm512_add_epi32(rp, add), p);
+        }
+        let d: [__m512; 3] = std::array::from_fn(|a| _mm512_sub_ps(pi[a], pj[a]));
+        let dist2 = _mm512_add_ps(
+            _mm512_add_ps(_mm512_mul_ps(d[0], d[0]), _mm512_mul_ps(d[1], d[1])),
+            _mm512_mul_ps(d[2], d[2]),
+        );
+        let rsum = _mm512_add_ps(pi[3], pj[3]);
+        let touch = _mm512_mask_cmp_ps_mask::<_CMP_LT_OQ>(valid, dist2, _mm512_mul_ps(rsum, rsum));
+        if commit {
+            let apart = valid & !touch;
+            for s in springs.iter_mut() {
+                _mm512_mask_storeu_ps(s.as_mut_ptr().add(k - src.k0), apart, zero);
+            }
+        }
+        let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let local = _mm512_add_epi32(_mm512_set1_epi32((k - src.k0) as i32), lane);
+        let pair = _mm512_add_epi32(_mm512_set1_epi32(k as i32), lane);
+        let at = pending.used;
+        _mm512_mask_compressstoreu_epi32(pending.i.as_mut_ptr().add(at).cast(), touch, vo);
+        _mm512_mask_compressstoreu_epi32(pending.j.as_mut_ptr().add(at).cast(), touch, vp);
+        _mm512_mask_compressstoreu_epi32(pending.local.as_mut_ptr().add(at).cast(), touch, local);
+        _mm512_mask_compressstoreu_epi32(pending.pair.as_mut_ptr().add(at).cast(), touch, pair);
+        for a in 0..4 {
+            _mm512_mask_compressstoreu_ps(pending.pi[a].as_mut_ptr().add(at).cast(), touch, pi[a]);
+            _mm512_mask_compressstoreu_ps(pending.pj[a].as_mut_ptr().add(at).cast(), touch, pj[a]);
+        }
+        pending.used = at + touch.count_ones() as usize;
+    }
+}
+
+/// [`fill_lanes`] without the positions (the wide prefilter put the same
+/// values in the lanes already).
+#[inline]
+pub fn fill_lanes_but_positions(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: as in `fill_lanes`.
+            unsafe { gather512(src, idx, b, false) };
             return;
         }
     }
@@ -112,11 +263,13 @@ fn limits(src: &LaneSources<'_>) -> (i32, i32, i32) {
     )
 }
 
+/// `positions`: gather the positions and radii too.
+///
 /// # Safety
 /// AVX-512F must be available.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
+unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, positions: bool) {
     use std::arch::x86_64::*;
     let (particles, springs, pairs) = limits(src);
     // SAFETY: the index arrays and lane arrays hold exactly 16 elements
@@ -147,8 +300,10 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
         for a in 0..4 {
             let add = _mm512_set1_epi32(a as i32);
             let (oi, oj) = (_mm512_add_epi32(ri, add), _mm512_add_epi32(rj, add));
-            gather(p, oi, &mut b.pi[a]);
-            gather(p, oj, &mut b.pj[a]);
+            if positions {
+                gather(p, oi, &mut b.pi[a]);
+                gather(p, oj, &mut b.pj[a]);
+            }
             if a < 3 {
                 gather(v, oi, &mut b.vi[a]);
                 gather(v, oj, &mut b.vj[a]);
@@ -308,6 +463,86 @@ mod tests {
                 "round {round} ({})",
                 simd_level()
             );
+        }
+    }
+
+    /// The wide prefilter finds exactly the pairs the scalar test finds, in
+    /// order, with their positions, and clears exactly the others' springs.
+    #[test]
+    fn the_wide_prefilter_matches_the_scalar_test() {
+        if !has_wide_prefilter() {
+            return; // nothing wide to compare on this CPU
+        }
+        let n = 200usize;
+        let pos: Vec<[f32; 4]> = (0..n)
+            .map(|k| {
+                let f = |m: usize| ((k * m + 7) % 97) as f32 * 0.0002;
+                [f(13), f(29), f(41), 0.004 + (k % 5) as f32 * 0.001]
+            })
+            .collect();
+        let base = 1000u32;
+        let pairs = 150usize;
+        let owner: Vec<u32> = (0..pairs).map(|k| base + (k / 3) as u32).collect();
+        let partner: Vec<u32> = (0..pairs)
+            .map(|k| base + ((k * 37 + 11) % n) as u32)
+            .collect();
+        let k0 = 5usize;
+        for commit in [true, false] {
+            let mut spring: Vec<Vec<f32>> =
+                (0..3).map(|a| vec![1.0 + a as f32; pairs - k0]).collect();
+            let mut pending = Pending::default();
+            let mut found = Vec::new();
+            let mut k = k0;
+            while k < pairs {
+                let stop = (k + LANES).min(pairs);
+                let listed = ListedBlock {
+                    pos: &pos,
+                    owner: &owner,
+                    partner: &partner,
+                    base,
+                    k0,
+                };
+                let [sx, sy, sz] = &mut spring[..] else {
+                    unreachable!()
+                };
+                let mut springs = [&mut sx[..], &mut sy[..], &mut sz[..]];
+                prefilter_block(&listed, k, stop, &mut springs, commit, &mut pending);
+                for l in 0..pending.used {
+                    found.push((
+                        pending.i[l],
+                        pending.j[l],
+                        pending.local[l],
+                        pending.pair[l],
+                        pending.pi[3][l],
+                        pending.pj[0][l],
+                    ));
+                }
+                pending.used = 0;
+                k = stop;
+            }
+            let mut want = Vec::new();
+            for k in k0..pairs {
+                let (i, j) = ((owner[k] - base) as usize, (partner[k] - base) as usize);
+                let (pi, pj) = (pos[i], pos[j]);
+                let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+                let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let rsum = pi[3] + pj[3];
+                if dist2 < rsum * rsum {
+                    want.push((i as u32, j as u32, (k - k0) as u32, k as u32, pi[3], pj[0]));
+                } else if commit {
+                    assert!(
+                        spring.iter().all(|s| s[k - k0] == 0.0),
+                        "spring of {k} kept"
+                    );
+                    continue;
+                }
+                assert!(
+                    (0..3).all(|a| spring[a][k - k0] == 1.0 + a as f32),
+                    "spring of {k} changed"
+                );
+            }
+            assert!(!want.is_empty() && want.len() < pairs - k0);
+            assert_eq!(found, want);
         }
     }
 

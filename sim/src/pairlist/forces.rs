@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::dispatch;
 use super::integrate::{Found, VerletUpdate};
-use super::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults};
+use super::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
 use super::{MIN_LEN, PairListSim};
 use crate::setup::{PairParams, WallParams};
 use crate::stages::common::{V3, add, cross, dot, scale};
@@ -38,6 +38,7 @@ fn xyz(v: &[f32; 4]) -> V3 {
 /// The read-only inputs of the pair kernel.
 struct PairInputs<'a> {
     row: &'a [u32],
+    owner: &'a [u32],
     partner: &'a [u32],
     kn: &'a [f32],
     kt: &'a [f32],
@@ -53,6 +54,9 @@ impl PairInputs<'_> {
     /// particle `base`, its springs at pair `row[first]`. Each pair's force
     /// goes to both particles, pair by pair in list order.
     fn slab(&self, first: usize, end: usize, base: usize, c: &mut Chunk<'_>) -> u32 {
+        if dispatch::has_wide_prefilter() {
+            return self.slab_wide(first, end, base, c);
+        }
         let mode = self.mode;
         let k0 = self.row[first] as usize;
         let mut touching = 0;
@@ -101,6 +105,51 @@ impl PairInputs<'_> {
         touching
     }
 
+    /// [`PairInputs::slab`] with the touching test sixteen listed pairs at a
+    /// time (AVX-512): the same touching pairs in the same order, so the
+    /// same batches and the same bits.
+    fn slab_wide(&self, first: usize, end: usize, base: usize, c: &mut Chunk<'_>) -> u32 {
+        let (k0, k1) = (self.row[first] as usize, self.row[end] as usize);
+        let mut touching = 0;
+        let mut batch = PairLanes::default();
+        let mut out = PairResults::default();
+        let mut idx = LaneIndex::default();
+        let mut pending = Pending::default();
+        let mut k = k0;
+        while k < k1 {
+            let stop = (k + LANES).min(k1);
+            {
+                let listed = dispatch::ListedBlock {
+                    pos: c.pos,
+                    owner: self.owner,
+                    partner: self.partner,
+                    base: base as u32,
+                    k0,
+                };
+                let [sx, sy, sz] = &mut c.spring;
+                let mut springs = [&mut **sx, &mut **sy, &mut **sz];
+                dispatch::prefilter_block(
+                    &listed,
+                    k,
+                    stop,
+                    &mut springs,
+                    self.mode.commit,
+                    &mut pending,
+                );
+            }
+            while pending.used >= LANES {
+                let used = pending.take(&mut idx, &mut batch);
+                touching += self.flush_with(&mut batch, &idx, used, &mut out, c, false);
+            }
+            k = stop;
+        }
+        while pending.used > 0 {
+            let used = pending.take(&mut idx, &mut batch);
+            touching += self.flush_with(&mut batch, &idx, used, &mut out, c, false);
+        }
+        touching
+    }
+
     /// Gathers the first `used` lanes of `idx` (the rest repeat earlier,
     /// valid pairs and are ignored), evaluates them and adds each pair's
     /// force to both particles, lane by lane in list order. A run of lanes
@@ -115,6 +164,20 @@ impl PairInputs<'_> {
         out: &mut PairResults,
         c: &mut Chunk<'_>,
     ) -> u32 {
+        self.flush_with(batch, idx, used, out, c, true)
+    }
+
+    /// [`PairInputs::flush`]; `positions`: gather the positions too (false
+    /// when the wide prefilter put them in the lanes).
+    fn flush_with(
+        &self,
+        batch: &mut PairLanes,
+        idx: &LaneIndex,
+        used: usize,
+        out: &mut PairResults,
+        c: &mut Chunk<'_>,
+        positions: bool,
+    ) -> u32 {
         let mode = self.mode;
         let src = LaneSources {
             pos: c.pos,
@@ -127,7 +190,11 @@ impl PairInputs<'_> {
             damping: self.damping,
             sign: self.sign,
         };
-        dispatch::fill_lanes(&src, idx, batch);
+        if positions {
+            dispatch::fill_lanes(&src, idx, batch);
+        } else {
+            dispatch::fill_lanes_but_positions(&src, idx, batch);
+        }
         dispatch::pair_forces(batch, mode.dt_hist, out);
         let mut touching = 0;
         let mut owner = usize::MAX;
@@ -401,6 +468,7 @@ impl PairListSim {
         };
         let inputs = PairInputs {
             row: &list.row,
+            owner: &list.owner,
             partner: &list.partner,
             kn: &list.kn,
             kt: &list.kt,

@@ -107,6 +107,69 @@ pub fn fill(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
     }
 }
 
+/// Touching pairs found by the wide prefilter and not yet evaluated: room
+/// for one batch plus one block of [`LANES`] more, with each pair's indices
+/// ([`LaneIndex`] fields) and both particles' positions and radii.
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    /// Owner (chunk index).
+    pub i: [u32; 2 * LANES],
+    /// Partner (chunk index).
+    pub j: [u32; 2 * LANES],
+    /// Spring index in the slab.
+    pub local: [u32; 2 * LANES],
+    /// Index in the list.
+    pub pair: [u32; 2 * LANES],
+    /// Owner position and radius.
+    pub pi: [[f32; 2 * LANES]; 4],
+    /// Partner position and radius.
+    pub pj: [[f32; 2 * LANES]; 4],
+    /// Pairs held.
+    pub used: usize,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self {
+            i: [0; 2 * LANES],
+            j: [0; 2 * LANES],
+            local: [0; 2 * LANES],
+            pair: [0; 2 * LANES],
+            pi: [[0.0; 2 * LANES]; 4],
+            pj: [[0.0; 2 * LANES]; 4],
+            used: 0,
+        }
+    }
+}
+
+impl Pending {
+    /// Moves the first [`LANES`] pairs (or all, if fewer) into `idx` and
+    /// the positions of `b`, and the rest to the front; returns how many
+    /// moved.
+    pub fn take(&mut self, idx: &mut LaneIndex, b: &mut PairLanes) -> usize {
+        let n = self.used.min(LANES);
+        idx.i[..n].copy_from_slice(&self.i[..n]);
+        idx.j[..n].copy_from_slice(&self.j[..n]);
+        idx.local[..n].copy_from_slice(&self.local[..n]);
+        idx.pair[..n].copy_from_slice(&self.pair[..n]);
+        for a in 0..4 {
+            b.pi[a][..n].copy_from_slice(&self.pi[a][..n]);
+            b.pj[a][..n].copy_from_slice(&self.pj[a][..n]);
+        }
+        let rest = self.used - n;
+        self.i.copy_within(n..n + rest, 0);
+        self.j.copy_within(n..n + rest, 0);
+        self.local.copy_within(n..n + rest, 0);
+        self.pair.copy_within(n..n + rest, 0);
+        for a in 0..4 {
+            self.pi[a].copy_within(n..n + rest, 0);
+            self.pj[a].copy_within(n..n + rest, 0);
+        }
+        self.used = rest;
+        n
+    }
+}
+
 /// What a batch gives: per lane the force on the first particle, `ft x n`
 /// (times a radius, the torque on either particle), the new spring, and
 /// whether the pair touches.
