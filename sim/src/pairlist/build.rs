@@ -32,6 +32,10 @@ pub struct NeighbourList {
     pub partner: Vec<u32>,
     /// Index of the pair's material pair in the pair table.
     pub material_pair: Vec<u32>,
+    /// `kn`, `kt`, `mu` when every pair of the list has them (one pair of
+    /// materials): then `kn`, `kt` and `mu` below are empty, and the lanes
+    /// take these instead of streaming them per pair.
+    pub uniform: Option<[f32; 3]>,
     /// Normal stiffness of each pair, N/m.
     pub kn: Vec<f32>,
     /// Tangential stiffness of each pair, N/m.
@@ -357,15 +361,23 @@ impl PairListSim {
         list.sign.clear();
         list.spring.iter_mut().for_each(Vec::clear);
         list.partner.reserve(total);
+        let first_pp = rows.iter().flatten().next().map(|r| r.2);
+        let uniform = first_pp.filter(|&pp| rows.iter().flatten().all(|r| r.2 == pp));
+        list.uniform = uniform.map(|pp| {
+            let pair = &table[pp as usize];
+            [pair.kn, pair.kt, pair.mu]
+        });
         for (i, j, pp, damping, spring) in rows.into_iter().flatten() {
             list.row[i as usize + 1] += 1;
             list.owner.push(i);
             list.partner.push(j);
             list.material_pair.push(pp);
-            let pair = &table[pp as usize];
-            list.kn.push(pair.kn);
-            list.kt.push(pair.kt);
-            list.mu.push(pair.mu);
+            if uniform.is_none() {
+                let pair = &table[pp as usize];
+                list.kn.push(pair.kn);
+                list.kt.push(pair.kt);
+                list.mu.push(pair.mu);
+            }
             list.damping.push(damping);
             list.sign
                 .push(if meta[i as usize][0] < meta[j as usize][0] {

@@ -249,11 +249,12 @@ pub fn fill_lanes_portable(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairL
 fn limits(src: &LaneSources<'_>) -> (i32, i32, i32) {
     let particles = src.pos.len().min(src.vel.len()).min(src.angvel.len());
     let springs = src.spring.iter().map(|s| s.len()).min().unwrap_or(0);
-    let pairs = [src.kn, src.kt, src.mu, src.damping, src.sign]
-        .iter()
-        .map(|s| s.len())
-        .min()
-        .unwrap_or(0);
+    let constants: &[&[f32]] = if src.uniform.is_some() {
+        &[src.damping, src.sign]
+    } else {
+        &[src.kn, src.kt, src.mu, src.damping, src.sign]
+    };
+    let pairs = constants.iter().map(|s| s.len()).min().unwrap_or(0);
     // Offsets are 4 * index + 3 in i32: particle counts stay below 2^29.
     let clamp = |n: usize, max: usize| n.min(max) as i32;
     (
@@ -314,9 +315,13 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
         for a in 0..3 {
             gather(src.spring[a].as_ptr(), vl, &mut b.xi[a]);
         }
-        gather(src.kn.as_ptr(), vp, &mut b.kn);
-        gather(src.kt.as_ptr(), vp, &mut b.kt);
-        gather(src.mu.as_ptr(), vp, &mut b.mu);
+        if let Some([kn, kt, mu]) = src.uniform {
+            (b.kn, b.kt, b.mu) = ([kn; LANES], [kt; LANES], [mu; LANES]);
+        } else {
+            gather(src.kn.as_ptr(), vp, &mut b.kn);
+            gather(src.kt.as_ptr(), vp, &mut b.kt);
+            gather(src.mu.as_ptr(), vp, &mut b.mu);
+        }
         gather(src.damping.as_ptr(), vp, &mut b.c);
         gather(src.sign.as_ptr(), vp, &mut b.sign);
     }
@@ -378,9 +383,15 @@ unsafe fn gather256(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
             for a in 0..3 {
                 gather(src.spring[a].as_ptr(), vl, &mut b.xi[a]);
             }
-            gather(src.kn.as_ptr(), vp, &mut b.kn);
-            gather(src.kt.as_ptr(), vp, &mut b.kt);
-            gather(src.mu.as_ptr(), vp, &mut b.mu);
+            if let Some([kn, kt, mu]) = src.uniform {
+                b.kn[at..at + 8].fill(kn);
+                b.kt[at..at + 8].fill(kt);
+                b.mu[at..at + 8].fill(mu);
+            } else {
+                gather(src.kn.as_ptr(), vp, &mut b.kn);
+                gather(src.kt.as_ptr(), vp, &mut b.kt);
+                gather(src.mu.as_ptr(), vp, &mut b.mu);
+            }
             gather(src.damping.as_ptr(), vp, &mut b.c);
             gather(src.sign.as_ptr(), vp, &mut b.sign);
         }
@@ -427,6 +438,7 @@ mod tests {
             vel: &vel,
             angvel: &angvel,
             spring: [&spring[0], &spring[1], &spring[2]],
+            uniform: None,
             kn: &per_pair,
             kt: &spring[0],
             mu: &spring[1],
@@ -445,6 +457,20 @@ mod tests {
             let (mut wide, mut portable) = (PairLanes::default(), PairLanes::default());
             fill_lanes(&src, &idx, &mut wide);
             fill_lanes_portable(&src, &idx, &mut portable);
+            // One pair of materials: the constants come from `uniform`.
+            let one = LaneSources {
+                uniform: Some([3.0, 2.0, 0.5]),
+                kn: &[],
+                kt: &[],
+                mu: &[],
+                ..src
+            };
+            let (mut wide1, mut portable1) = (PairLanes::default(), PairLanes::default());
+            fill_lanes(&one, &idx, &mut wide1);
+            fill_lanes_portable(&one, &idx, &mut portable1);
+            assert!(wide1.kn == [3.0; LANES] && wide1.mu == [0.5; LANES]);
+            assert_eq!(wide1.c, portable1.c);
+            assert_eq!(wide1.kt, portable1.kt);
             let bits = |b: &PairLanes| -> Vec<u32> {
                 b.pi.iter()
                     .chain(&b.pj)
@@ -556,6 +582,7 @@ mod tests {
             vel: &vel,
             angvel: &angvel,
             spring: [&per_pair, &per_pair, &per_pair],
+            uniform: None,
             kn: &per_pair,
             kt: &per_pair,
             mu: &per_pair,

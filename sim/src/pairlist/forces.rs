@@ -38,6 +38,7 @@ fn xyz(v: &[f32; 4]) -> V3 {
 /// The read-only inputs of the pair kernel.
 struct PairInputs<'a> {
     row: &'a [u32],
+    uniform: Option<[f32; 3]>,
     owner: &'a [u32],
     partner: &'a [u32],
     kn: &'a [f32],
@@ -184,6 +185,7 @@ impl PairInputs<'_> {
             vel: c.vel,
             angvel: c.angvel,
             spring: [&c.spring[0][..], &c.spring[1][..], &c.spring[2][..]],
+            uniform: self.uniform,
             kn: self.kn,
             kt: self.kt,
             mu: self.mu,
@@ -468,6 +470,7 @@ impl PairListSim {
         };
         let inputs = PairInputs {
             row: &list.row,
+            uniform: list.uniform,
             owner: &list.owner,
             partner: &list.partner,
             kn: &list.kn,

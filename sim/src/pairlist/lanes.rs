@@ -55,6 +55,9 @@ pub struct LaneSources<'a> {
     pub angvel: &'a [[f32; 4]],
     /// Springs of the slab's pairs, per axis.
     pub spring: [&'a [f32]; 3],
+    /// `kn`, `kt`, `mu` of every pair, when the list has one pair of
+    /// materials (then the three arrays below are empty).
+    pub uniform: Option<[f32; 3]>,
     /// Normal stiffness per pair of the list.
     pub kn: &'a [f32],
     /// Tangential stiffness per pair.
@@ -99,9 +102,12 @@ pub fn fill(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
             b.wj[a][l] = src.angvel[j][a];
             b.xi[a][l] = src.spring[a][k];
         }
-        b.kn[l] = src.kn[g];
-        b.kt[l] = src.kt[g];
-        b.mu[l] = src.mu[g];
+        let [kn, kt, mu] = src
+            .uniform
+            .unwrap_or_else(|| [src.kn[g], src.kt[g], src.mu[g]]);
+        b.kn[l] = kn;
+        b.kt[l] = kt;
+        b.mu[l] = mu;
         b.c[l] = src.damping[g];
         b.sign[l] = src.sign[g];
     }
