@@ -36,6 +36,9 @@ pub struct NeighbourList {
     /// materials): then `kn`, `kt` and `mu` below are empty, and the lanes
     /// take these instead of streaming them per pair.
     pub uniform: Option<[f32; 3]>,
+    /// The damping coefficient when every pair has the same (one material,
+    /// equal masses): then `damping` below is empty.
+    pub uniform_damping: Option<f32>,
     /// Normal stiffness of each pair, N/m.
     pub kn: Vec<f32>,
     /// Tangential stiffness of each pair, N/m.
@@ -367,6 +370,10 @@ impl PairListSim {
             let pair = &table[pp as usize];
             [pair.kn, pair.kt, pair.mu]
         });
+        let first_c = rows.iter().flatten().next().map(|r| r.3);
+        let uniform_damping =
+            first_c.filter(|&c| rows.iter().flatten().all(|r| r.3.to_bits() == c.to_bits()));
+        list.uniform_damping = uniform_damping;
         for (i, j, pp, damping, spring) in rows.into_iter().flatten() {
             list.row[i as usize + 1] += 1;
             list.owner.push(i);
@@ -378,7 +385,9 @@ impl PairListSim {
                 list.kt.push(pair.kt);
                 list.mu.push(pair.mu);
             }
-            list.damping.push(damping);
+            if uniform_damping.is_none() {
+                list.damping.push(damping);
+            }
             list.sign
                 .push(if meta[i as usize][0] < meta[j as usize][0] {
                     1.0

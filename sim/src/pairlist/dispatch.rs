@@ -249,11 +249,13 @@ pub fn fill_lanes_portable(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairL
 fn limits(src: &LaneSources<'_>) -> (i32, i32, i32) {
     let particles = src.pos.len().min(src.vel.len()).min(src.angvel.len());
     let springs = src.spring.iter().map(|s| s.len()).min().unwrap_or(0);
-    let constants: &[&[f32]] = if src.uniform.is_some() {
-        &[src.damping, src.sign]
-    } else {
-        &[src.kn, src.kt, src.mu, src.damping, src.sign]
-    };
+    let mut constants: Vec<&[f32]> = vec![src.sign];
+    if src.uniform.is_none() {
+        constants.extend([src.kn, src.kt, src.mu]);
+    }
+    if src.uniform_damping.is_none() {
+        constants.push(src.damping);
+    }
     let pairs = constants.iter().map(|s| s.len()).min().unwrap_or(0);
     // Offsets are 4 * index + 3 in i32: particle counts stay below 2^29.
     let clamp = |n: usize, max: usize| n.min(max) as i32;
@@ -322,7 +324,10 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
             gather(src.kt.as_ptr(), vp, &mut b.kt);
             gather(src.mu.as_ptr(), vp, &mut b.mu);
         }
-        gather(src.damping.as_ptr(), vp, &mut b.c);
+        match src.uniform_damping {
+            Some(c) => b.c = [c; LANES],
+            None => gather(src.damping.as_ptr(), vp, &mut b.c),
+        }
         gather(src.sign.as_ptr(), vp, &mut b.sign);
     }
 }
@@ -392,7 +397,10 @@ unsafe fn gather256(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
                 gather(src.kt.as_ptr(), vp, &mut b.kt);
                 gather(src.mu.as_ptr(), vp, &mut b.mu);
             }
-            gather(src.damping.as_ptr(), vp, &mut b.c);
+            match src.uniform_damping {
+                Some(c) => b.c[at..at + 8].fill(c),
+                None => gather(src.damping.as_ptr(), vp, &mut b.c),
+            }
             gather(src.sign.as_ptr(), vp, &mut b.sign);
         }
     }
@@ -439,6 +447,7 @@ mod tests {
             angvel: &angvel,
             spring: [&spring[0], &spring[1], &spring[2]],
             uniform: None,
+            uniform_damping: None,
             kn: &per_pair,
             kt: &spring[0],
             mu: &spring[1],
@@ -460,6 +469,8 @@ mod tests {
             // One pair of materials: the constants come from `uniform`.
             let one = LaneSources {
                 uniform: Some([3.0, 2.0, 0.5]),
+                uniform_damping: Some(0.25),
+                damping: &[],
                 kn: &[],
                 kt: &[],
                 mu: &[],
@@ -469,7 +480,7 @@ mod tests {
             fill_lanes(&one, &idx, &mut wide1);
             fill_lanes_portable(&one, &idx, &mut portable1);
             assert!(wide1.kn == [3.0; LANES] && wide1.mu == [0.5; LANES]);
-            assert_eq!(wide1.c, portable1.c);
+            assert!(wide1.c == [0.25; LANES] && portable1.c == [0.25; LANES]);
             assert_eq!(wide1.kt, portable1.kt);
             let bits = |b: &PairLanes| -> Vec<u32> {
                 b.pi.iter()
@@ -583,6 +594,7 @@ mod tests {
             angvel: &angvel,
             spring: [&per_pair, &per_pair, &per_pair],
             uniform: None,
+            uniform_damping: None,
             kn: &per_pair,
             kt: &per_pair,
             mu: &per_pair,

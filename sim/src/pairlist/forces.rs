@@ -39,6 +39,7 @@ fn xyz(v: &[f32; 4]) -> V3 {
 struct PairInputs<'a> {
     row: &'a [u32],
     uniform: Option<[f32; 3]>,
+    uniform_damping: Option<f32>,
     owner: &'a [u32],
     partner: &'a [u32],
     kn: &'a [f32],
@@ -186,6 +187,7 @@ impl PairInputs<'_> {
             angvel: c.angvel,
             spring: [&c.spring[0][..], &c.spring[1][..], &c.spring[2][..]],
             uniform: self.uniform,
+            uniform_damping: self.uniform_damping,
             kn: self.kn,
             kt: self.kt,
             mu: self.mu,
@@ -471,6 +473,7 @@ impl PairListSim {
         let inputs = PairInputs {
             row: &list.row,
             uniform: list.uniform,
+            uniform_damping: list.uniform_damping,
             owner: &list.owner,
             partner: &list.partner,
             kn: &list.kn,

@@ -58,6 +58,9 @@ pub struct LaneSources<'a> {
     /// `kn`, `kt`, `mu` of every pair, when the list has one pair of
     /// materials (then the three arrays below are empty).
     pub uniform: Option<[f32; 3]>,
+    /// The damping of every pair, when all have the same (then `damping`
+    /// is empty).
+    pub uniform_damping: Option<f32>,
     /// Normal stiffness per pair of the list.
     pub kn: &'a [f32],
     /// Tangential stiffness per pair.
@@ -108,7 +111,7 @@ pub fn fill(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
         b.kn[l] = kn;
         b.kt[l] = kt;
         b.mu[l] = mu;
-        b.c[l] = src.damping[g];
+        b.c[l] = src.uniform_damping.unwrap_or_else(|| src.damping[g]);
         b.sign[l] = src.sign[g];
     }
 }
