@@ -69,23 +69,14 @@ pub(super) const B_PAIR_CONST: u32 = 58;
 pub(super) const B_WALL_MASK: u32 = 59;
 pub(super) const B_PAIR_I: u32 = 60;
 
-/// The kernels of stage `pairs` (each gets one bind group per force kind).
-pub(super) const PAIR_KERNELS: [&str; 14] = [
-    "skin_check",
-    "list_gate",
-    "list_halt",
-    "save_list",
-    "clear_cells",
-    "commit_reorder",
-    "commit_rk2",
-    "pair_count",
-    "pair_fill",
-    "pair_fill_low",
-    "pair_forces",
-    "particle_forces",
-    "particle_forces_end",
-    "particle_forces_end_begin",
-];
+/// The kernels of stage `pairs` (each gets one bind group per force kind),
+/// as the stage registers them.
+pub(super) fn pair_kernels() -> &'static [&'static str] {
+    crate::stages::STAGES
+        .iter()
+        .find(|s| s.name == "pairs")
+        .map_or(&[], |s| s.kernels)
+}
 
 pub(super) const PARTICLE_KERNELS: [&str; 12] = [
     "body_particles",

@@ -236,7 +236,7 @@ impl GpuSim {
     }
 
     fn pair_groups(&self) -> BTreeMap<&'static str, [wgpu::BindGroup; 3]> {
-        PAIR_KERNELS
+        pair_kernels()
             .iter()
             .map(|&name| {
                 let groups = [0, 1, 2].map(|k| {

@@ -96,13 +96,13 @@ impl PairInputs<'_> {
                 idx.pair[used] = k as u32;
                 used += 1;
                 if used == LANES {
-                    touching += self.flush(&mut batch, &idx, used, &mut out, c);
+                    touching += self.flush(&mut batch, &idx, used, &mut out, c, true);
                     used = 0;
                 }
             }
         }
         if used > 0 {
-            touching += self.flush(&mut batch, &idx, used, &mut out, c);
+            touching += self.flush(&mut batch, &idx, used, &mut out, c, true);
         }
         touching
     }
@@ -141,13 +141,13 @@ impl PairInputs<'_> {
             }
             while pending.used >= LANES {
                 let used = pending.take(&mut idx, &mut batch);
-                touching += self.flush_with(&mut batch, &idx, used, &mut out, c, false);
+                touching += self.flush(&mut batch, &idx, used, &mut out, c, false);
             }
             k = stop;
         }
         while pending.used > 0 {
             let used = pending.take(&mut idx, &mut batch);
-            touching += self.flush_with(&mut batch, &idx, used, &mut out, c, false);
+            touching += self.flush(&mut batch, &idx, used, &mut out, c, false);
         }
         touching
     }
@@ -157,21 +157,9 @@ impl PairInputs<'_> {
     /// force to both particles, lane by lane in list order. A run of lanes
     /// with one owner keeps the owner's sums in registers, added in the same
     /// order (so the same bits) as through memory; its partners are all
-    /// later particles, never the owner.
+    /// later particles, never the owner. `positions`: gather the positions
+    /// too (false when the wide prefilter put them in the lanes).
     fn flush(
-        &self,
-        batch: &mut PairLanes,
-        idx: &LaneIndex,
-        used: usize,
-        out: &mut PairResults,
-        c: &mut Chunk<'_>,
-    ) -> u32 {
-        self.flush_with(batch, idx, used, out, c, true)
-    }
-
-    /// [`PairInputs::flush`]; `positions`: gather the positions too (false
-    /// when the wide prefilter put them in the lanes).
-    fn flush_with(
         &self,
         batch: &mut PairLanes,
         idx: &LaneIndex,

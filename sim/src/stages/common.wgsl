@@ -275,3 +275,13 @@ fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>
     }
     return ContactOut(n * fn_mag + ft, ft, xi);
 }
+
+// contact_force_damped with the damping from the materials' pair `pa`, `pb`
+// (kn, kt, mu, 2 beta; absolute damping) and the effective mass (contact_force in forces.rs).
+fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+    var c = pb.x;
+    if (!(pb.x > 0.0)) {
+        c = pa.w * sqrt(m_eff * pa.x);
+    }
+    return contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, xi_old, dt_hist);
+}

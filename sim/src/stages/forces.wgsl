@@ -12,14 +12,6 @@ struct Acc {
     overflow: u32,
 }
 
-fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
-    var c = pb.x;
-    if (!(pb.x > 0.0)) {
-        c = pa.w * sqrt(m_eff * pa.x);
-    }
-    return contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, xi_old, dt_hist);
-}
-
 fn find_history(i: u32, old_count: u32, partner: u32) -> vec3<f32> {
     let base = i * params.slots;
     for (var s = 0u; s < old_count; s = s + 1u) {

@@ -11,7 +11,7 @@
 //! added to its owner and subtracted from its partner.
 //!
 //! The counting sort between `clear_cells` and `commit_reorder` is the
-//! `sort` stage's ([`CpuSim::sort`] without its history gather).
+//! `sort` stage's ([`CpuSim::sort`]).
 
 use super::common::{V3, add, cross, dot, scale, sub};
 use super::forces::{contact_force, contact_force_damped};
@@ -131,14 +131,8 @@ impl CpuSim {
     /// `commit_reorder` / `commit_rk2`: the counting sort, the build
     /// positions, the wall springs in the new order.
     pub fn list_sort(&mut self, list: &mut ListBuffers, rk2: bool) {
-        self.cell_keys();
-        self.scan_cells();
-        self.scatter();
-        self.sort_cells();
-        self.reorder_particles();
-        if rk2 {
-            self.reorder_rk2();
-        }
+        // (Its history-slot gather has nothing to move: the springs live in the list.)
+        self.sort(rk2);
         list.pos_ref.clone_from(&self.state.pos);
         let walls = self.params.wall_count as usize;
         for (k, &src) in self.sorted_index.iter().enumerate() {

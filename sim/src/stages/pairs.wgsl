@@ -534,12 +534,3 @@ fn sum_particle(i: u32, then: u32) {
     vel[i] = v;
     angvel[i] = wv;
 }
-
-// The damped contact of forces.wgsl (walls use it; pairs have theirs above).
-fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
-    var c = pb.x;
-    if (!(pb.x > 0.0)) {
-        c = pa.w * sqrt(m_eff * pa.x);
-    }
-    return contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, xi_old, dt_hist);
-}
