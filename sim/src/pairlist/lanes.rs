@@ -154,27 +154,36 @@ impl Default for Pending {
 impl Pending {
     /// Moves the first [`LANES`] pairs (or all, if fewer) into `idx` and
     /// the positions of `b`, and the rest to the front; returns how many
-    /// moved.
+    /// moved. Every copy is a whole [`LANES`] elements (a few vector moves,
+    /// no call): the lanes past the moved pairs carry earlier pending
+    /// entries, valid indices of the same chunk, and are ignored.
+    #[inline(always)]
     pub fn take(&mut self, idx: &mut LaneIndex, b: &mut PairLanes) -> usize {
         let n = self.used.min(LANES);
-        idx.i[..n].copy_from_slice(&self.i[..n]);
-        idx.j[..n].copy_from_slice(&self.j[..n]);
-        idx.local[..n].copy_from_slice(&self.local[..n]);
-        idx.pair[..n].copy_from_slice(&self.pair[..n]);
-        for a in 0..4 {
-            b.pi[a][..n].copy_from_slice(&self.pi[a][..n]);
-            b.pj[a][..n].copy_from_slice(&self.pj[a][..n]);
+        fn head(v: &[u32; 2 * LANES]) -> [u32; LANES] {
+            std::array::from_fn(|l| v[l])
         }
-        let rest = self.used - n;
-        self.i.copy_within(n..n + rest, 0);
-        self.j.copy_within(n..n + rest, 0);
-        self.local.copy_within(n..n + rest, 0);
-        self.pair.copy_within(n..n + rest, 0);
-        for a in 0..4 {
-            self.pi[a].copy_within(n..n + rest, 0);
-            self.pj[a].copy_within(n..n + rest, 0);
+        fn head_f(v: &[f32; 2 * LANES]) -> [f32; LANES] {
+            std::array::from_fn(|l| v[l])
         }
-        self.used = rest;
+        idx.i = head(&self.i);
+        idx.j = head(&self.j);
+        idx.local = head(&self.local);
+        idx.pair = head(&self.pair);
+        for a in 0..4 {
+            b.pi[a] = head_f(&self.pi[a]);
+            b.pj[a] = head_f(&self.pj[a]);
+        }
+        // n <= LANES, so n..n + LANES lies inside the 2 * LANES arrays.
+        self.i.copy_within(n..n + LANES, 0);
+        self.j.copy_within(n..n + LANES, 0);
+        self.local.copy_within(n..n + LANES, 0);
+        self.pair.copy_within(n..n + LANES, 0);
+        for a in 0..4 {
+            self.pi[a].copy_within(n..n + LANES, 0);
+            self.pj[a].copy_within(n..n + LANES, 0);
+        }
+        self.used -= n;
         n
     }
 }
