@@ -150,6 +150,52 @@ pub fn prefilter_block(
     panic!("the wide prefilter needs AVX-512F");
 }
 
+/// Two neighbouring components (`pair` 0: x and y, 1: z and w) of the
+/// sixteen `[f32; 4]` records at `base[rec]`, masked by `mask` (zero
+/// elsewhere), as one vector per component. Each pair of components is one
+/// 64-bit element, so the two 8-lane gathers load half the elements that
+/// two 16-lane gathers of single components would (gathers cost about one
+/// load per element); two permutes split them.
+///
+/// # Safety
+/// AVX-512F must be available, and every record index of a lane in `mask`
+/// must address a record inside the slice at `base`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn gather_pair512(
+    base: *const f32,
+    rec: std::arch::x86_64::__m512i,
+    pair: i32,
+    mask: std::arch::x86_64::__mmask16,
+) -> (std::arch::x86_64::__m512, std::arch::x86_64::__m512) {
+    use std::arch::x86_64::*;
+    // 64-bit element 2 r + pair of the records.
+    let q = _mm512_add_epi32(_mm512_slli_epi32::<1>(rec), _mm512_set1_epi32(pair));
+    let zero = _mm512_setzero_si512();
+    let base = base.cast::<i64>();
+    // SAFETY: the caller's contract: the lanes in `mask` address records
+    // inside the slice; the others load nothing.
+    let (lo, hi) = unsafe {
+        (
+            _mm512_mask_i32gather_epi64::<8>(zero, mask as u8, _mm512_castsi512_si256(q), base),
+            _mm512_mask_i32gather_epi64::<8>(
+                zero,
+                (mask >> 8) as u8,
+                _mm512_extracti64x4_epi64::<1>(q),
+                base,
+            ),
+        )
+    };
+    let (lo, hi) = (_mm512_castsi512_ps(lo), _mm512_castsi512_ps(hi));
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    (
+        _mm512_permutex2var_ps(lo, even, hi),
+        _mm512_permutex2var_ps(lo, odd, hi),
+    )
+}
+
 /// # Safety
 /// AVX-512F must be available; `k..end` must be at most 16 pairs inside
 /// `owner`, `partner` and (from `k0`) every spring slice; `pending` must
@@ -186,15 +232,16 @@ unsafe fn prefilter512(
             _mm512_mask_cmpge_epu32_mask(valid, vo, n) | _mm512_mask_cmpge_epu32_mask(valid, vp, n);
         assert!(bad == 0, "pair lane index out of range");
         let p = src.pos.as_ptr().cast::<f32>();
-        let (ro, rp) = (_mm512_slli_epi32::<2>(vo), _mm512_slli_epi32::<2>(vp));
         let zero = _mm512_setzero_ps();
-        let mut pi = [zero; 4];
-        let mut pj = [zero; 4];
-        for a in 0..4 {
-            let add = _mm512_set1_epi32(a as i32);
-            pi[a] = _mm512_mask_i32gather_ps::<4>(zero, valid, _mm512_add_epi32(ro, add), p);
-            pj[a] = _mm512_mask_i32gather_ps::<4>(zero, valid, _mm512_add_epi32(rp, add), p);
-        }
+        let ((ix, iy), (iz, iw)) = (
+            gather_pair512(p, vo, 0, valid),
+            gather_pair512(p, vo, 1, valid),
+        );
+        let ((jx, jy), (jz, jw)) = (
+            gather_pair512(p, vp, 0, valid),
+            gather_pair512(p, vp, 1, valid),
+        );
+        let (pi, pj) = ([ix, iy, iz, iw], [jx, jy, jz, jw]);
         let d: [__m512; 3] = std::array::from_fn(|a| _mm512_sub_ps(pi[a], pj[a]));
         let dist2 = _mm512_add_ps(
             _mm512_add_ps(_mm512_mul_ps(d[0], d[0]), _mm512_mul_ps(d[1], d[1])),
@@ -302,26 +349,33 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
         let gather = |base: *const f32, offsets: __m512i, out: &mut [f32; LANES]| {
             _mm512_storeu_ps(out.as_mut_ptr(), _mm512_i32gather_ps::<4>(offsets, base));
         };
-        let (ri, rj) = (_mm512_slli_epi32::<2>(vi), _mm512_slli_epi32::<2>(vj));
         let (p, v, w) = (
             src.pos.as_ptr().cast::<f32>(),
             src.vel.as_ptr().cast::<f32>(),
             src.angvel.as_ptr().cast::<f32>(),
         );
-        for a in 0..4 {
-            let add = _mm512_set1_epi32(a as i32);
-            let (oi, oj) = (_mm512_add_epi32(ri, add), _mm512_add_epi32(rj, add));
-            if positions {
-                gather(p, oi, &mut b.pi[a]);
-                gather(p, oj, &mut b.pj[a]);
-            }
-            if a < 3 {
-                gather(v, oi, &mut b.vi[a]);
-                gather(v, oj, &mut b.vj[a]);
-                gather(w, oi, &mut b.wi[a]);
-                gather(w, oj, &mut b.wj[a]);
+        let all: __mmask16 = 0xFFFF;
+        // x and y of each record as one 64-bit element, z alone.
+        let xyz = |base: *const f32, rec: __m512i, out: &mut [[f32; LANES]; 3]| {
+            let (x, y) = gather_pair512(base, rec, 0, all);
+            _mm512_storeu_ps(out[0].as_mut_ptr(), x);
+            _mm512_storeu_ps(out[1].as_mut_ptr(), y);
+            let z = _mm512_add_epi32(_mm512_slli_epi32::<2>(rec), _mm512_set1_epi32(2));
+            gather(base, z, &mut out[2]);
+        };
+        if positions {
+            for (rec, out) in [(vi, &mut b.pi), (vj, &mut b.pj)] {
+                for (half, (a, c)) in [(0, 1), (2, 3)].into_iter().enumerate() {
+                    let (x, y) = gather_pair512(p, rec, half as i32, all);
+                    _mm512_storeu_ps(out[a].as_mut_ptr(), x);
+                    _mm512_storeu_ps(out[c].as_mut_ptr(), y);
+                }
             }
         }
+        xyz(v, vi, &mut b.vi);
+        xyz(v, vj, &mut b.vj);
+        xyz(w, vi, &mut b.wi);
+        xyz(w, vj, &mut b.wj);
         for a in 0..3 {
             gather(src.spring[a].as_ptr(), vl, &mut b.xi[a]);
         }
