@@ -5,6 +5,8 @@
 //!
 //! Audit: each `unsafe` block below calls a function compiled for a
 //! feature only after `is_x86_feature_detected!` has reported that feature
+//! (read once, in [`has_avx512`] and [`has_avx2`]; `PELLET_SIMD` may only
+//! lower the level)
 //! on this CPU; the functions themselves contain no unsafe code (they
 //! inline the safe [`lanes::pair_forces`]). Without the features, or off
 //! x86-64, the portable build of the same function runs. Every build gives
@@ -13,15 +15,45 @@
 
 use super::lanes::{self, LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
 
+/// The widest instructions the engine may use: what the CPU reports,
+/// lowered by `PELLET_SIMD=avx2` or `PELLET_SIMD=portable` in the
+/// environment (to measure or test the narrower builds on a wider CPU).
+#[cfg(target_arch = "x86_64")]
+fn simd_cap() -> (bool, bool) {
+    static CAP: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| {
+        let asked = std::env::var("PELLET_SIMD").unwrap_or_default();
+        let avx2 = std::arch::is_x86_feature_detected!("avx2") && asked != "portable";
+        let avx512 = std::arch::is_x86_feature_detected!("avx512f") && avx2 && asked != "avx2";
+        (avx512, avx2)
+    })
+}
+
+/// Whether the AVX-512 builds run (the CPU reports AVX-512F, and
+/// `PELLET_SIMD` does not lower the level).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512() -> bool {
+    simd_cap().0
+}
+
+/// Whether the AVX2 builds run (the CPU reports AVX2, and `PELLET_SIMD` is
+/// not `portable`).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    simd_cap().1
+}
+
 /// The instruction set [`pair_forces`] uses on this machine: `"avx512"`,
 /// `"avx2"` or `"portable"`.
 pub fn simd_level() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             return "avx512";
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if has_avx2() {
             return "avx2";
         }
     }
@@ -33,13 +65,13 @@ pub fn simd_level() -> &'static str {
 pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             // SAFETY: the CPU reports AVX-512F, the only feature `avx512` is
             // compiled for; the call passes plain references.
             unsafe { avx512(b, dt_hist, out) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if has_avx2() {
             // SAFETY: the CPU reports AVX2, the only feature `avx2` is
             // compiled for; the call passes plain references.
             unsafe { avx2(b, dt_hist, out) };
@@ -73,13 +105,13 @@ fn avx2(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
 pub fn fill_lanes(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             // SAFETY: the CPU reports AVX-512F, the feature `gather512` is
             // compiled for; it checks its indices itself.
             unsafe { gather512(src, idx, b, true) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if has_avx2() {
             // SAFETY: as above, for AVX2 and `gather256`.
             unsafe { gather256(src, idx, b) };
             return;
@@ -93,7 +125,7 @@ pub fn fill_lanes(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
 pub fn has_wide_prefilter() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
+        has_avx512()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -139,7 +171,7 @@ pub fn prefilter_block(
     assert!(k >= src.k0 && src.pos.len() < (i32::MAX as usize - 3) / 4);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             // SAFETY: the CPU reports AVX-512F; the asserts above bound the
             // list and spring ranges the block reads and writes, and the
             // room in `pending`; particle indices are checked inside.
@@ -286,7 +318,7 @@ unsafe fn prefilter512(
 pub fn fill_lanes_but_positions(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             // SAFETY: as in `fill_lanes`.
             unsafe { gather512(src, idx, b, false) };
             return;
