@@ -294,14 +294,21 @@ fn cpu_runs_are_bit_identical_on_every_instruction_set() {
     let dir = tempfile::tempdir().unwrap();
     // A touching pack under slanted gravity: walls, sliding contacts and
     // their springs from the first step, and enough particles for the
-    // parallel passes.
+    // parallel passes; above it two particles with the same centre, which
+    // the contact pushes apart along y by their ids.
     let path = dir.path().join("pack.toml");
+    std::fs::write(
+        dir.path().join("twins.csv"),
+        "0.17,0.45,0.17\n0.17,0.45,0.17\n",
+    )
+    .unwrap();
     std::fs::write(
         &path,
         "name = \"pack17\"\n[simulation]\nparticle_radius = 0.01\ngravity = [3, -9.81, 1.5]\n\
-         time_step = 1e-5\n[domain]\nmin = [0, 0, 0]\nmax = [0.34, 0.34, 0.34]\n\
+         time_step = 1e-5\n[domain]\nmin = [0, 0, 0]\nmax = [0.34, 0.5, 0.34]\n\
          [materials.default]\ndensity = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5\n\
-         [[particles]]\nregion = { min = [0, 0, 0], max = [0.34, 0.34, 0.34] }\nspacing = 0.02\n",
+         [[particles]]\nregion = { min = [0, 0, 0], max = [0.34, 0.34, 0.34] }\nspacing = 0.02\n\
+         [[particles]]\nfile = \"twins.csv\"\n",
     )
     .unwrap();
     let mut saved = Vec::new();
@@ -326,7 +333,15 @@ fn cpu_runs_are_bit_identical_on_every_instruction_set() {
             String::from_utf8_lossy(&out.stderr)
         );
         let state: SimState = read_asset(&save, &Default::default()).unwrap();
-        assert_eq!(state.positions.len(), 17 * 17 * 17);
+        let n = 17 * 17 * 17;
+        assert_eq!(state.positions.len(), n + 2);
+        // The twins moved apart along y only (gravity moves both alike).
+        let (a, b) = (state.positions[n], state.positions[n + 1]);
+        let gap = (a[1] - b[1]).abs();
+        assert!(
+            a[0] == b[0] && a[2] == b[2] && gap > 1e-3 && a[1].min(b[1]) > 0.36,
+            "{level}: twins {a:?} {b:?}"
+        );
         saved.push((level, std::fs::read(&save).unwrap()));
     }
     for (level, bytes) in &saved[1..] {

@@ -422,7 +422,25 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
             Some(c) => b.c = [c; LANES],
             None => gather(src.damping.as_ptr(), vp, &mut b.c),
         }
-        gather(src.sign.as_ptr(), vp, &mut b.sign);
+        // The sign is read only where the centres coincide (`dist2` not
+        // positive, computed as the lanes compute it); with the positions
+        // already in the lanes, a batch with none skips its gather (the
+        // lanes' sign is then never read).
+        let coincide = if positions {
+            true
+        } else {
+            let lane = |v: &[f32; LANES]| _mm512_loadu_ps(v.as_ptr());
+            let d: [__m512; 3] =
+                std::array::from_fn(|a| _mm512_sub_ps(lane(&b.pi[a]), lane(&b.pj[a])));
+            let dist2 = _mm512_add_ps(
+                _mm512_add_ps(_mm512_mul_ps(d[0], d[0]), _mm512_mul_ps(d[1], d[1])),
+                _mm512_mul_ps(d[2], d[2]),
+            );
+            _mm512_cmp_ps_mask::<_CMP_GT_OQ>(dist2, _mm512_setzero_ps()) != 0xFFFF
+        };
+        if coincide {
+            gather(src.sign.as_ptr(), vp, &mut b.sign);
+        }
     }
 }
 
