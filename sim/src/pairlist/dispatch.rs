@@ -5,10 +5,10 @@
 //!
 //! Audit: each `unsafe` block below calls a function compiled for a
 //! feature only after `is_x86_feature_detected!` has reported that feature
-//! (read once, in [`has_avx512`] and [`has_avx2`]; `PELLET_SIMD` may only
-//! lower the level)
-//! on this CPU; the functions themselves contain no unsafe code (they
-//! inline the safe [`lanes::pair_forces`]). Without the features, or off
+//! on this CPU (read once, in [`has_avx512`] and [`has_avx2`];
+//! `PELLET_SIMD` may only lower the level). The pair kernels themselves
+//! contain no unsafe code (they inline the safe [`lanes::pair_forces`]);
+//! the gathers check their indices before they load. Without the features, or off
 //! x86-64, the portable build of the same function runs. Every build gives
 //! bit-identical results (see [`lanes`]).
 #![allow(unsafe_code)]
@@ -228,6 +228,23 @@ unsafe fn gather_pair512(
     )
 }
 
+/// `|pi - pj|^2` over sixteen lanes, unfused and in the order the lanes
+/// compute it (`(dx dx + dy dy) + dz dz`), so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn dist2_512(
+    pi: [std::arch::x86_64::__m512; 3],
+    pj: [std::arch::x86_64::__m512; 3],
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let d: [__m512; 3] = std::array::from_fn(|a| _mm512_sub_ps(pi[a], pj[a]));
+    _mm512_add_ps(
+        _mm512_add_ps(_mm512_mul_ps(d[0], d[0]), _mm512_mul_ps(d[1], d[1])),
+        _mm512_mul_ps(d[2], d[2]),
+    )
+}
+
 /// # Safety
 /// AVX-512F must be available; `k..end` must be at most 16 pairs inside
 /// `owner`, `partner` and (from `k0`) every spring slice; `pending` must
@@ -274,11 +291,7 @@ unsafe fn prefilter512(
             gather_pair512(p, vp, 1, valid),
         );
         let (pi, pj) = ([ix, iy, iz, iw], [jx, jy, jz, jw]);
-        let d: [__m512; 3] = std::array::from_fn(|a| _mm512_sub_ps(pi[a], pj[a]));
-        let dist2 = _mm512_add_ps(
-            _mm512_add_ps(_mm512_mul_ps(d[0], d[0]), _mm512_mul_ps(d[1], d[1])),
-            _mm512_mul_ps(d[2], d[2]),
-        );
+        let dist2 = dist2_512([ix, iy, iz], [jx, jy, jz]);
         let rsum = _mm512_add_ps(pi[3], pj[3]);
         let touch = _mm512_mask_cmp_ps_mask::<_CMP_LT_OQ>(valid, dist2, _mm512_mul_ps(rsum, rsum));
         if commit {
@@ -397,10 +410,10 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
         };
         if positions {
             for (rec, out) in [(vi, &mut b.pi), (vj, &mut b.pj)] {
-                for (half, (a, c)) in [(0, 1), (2, 3)].into_iter().enumerate() {
+                for half in 0..2 {
                     let (x, y) = gather_pair512(p, rec, half as i32, all);
-                    _mm512_storeu_ps(out[a].as_mut_ptr(), x);
-                    _mm512_storeu_ps(out[c].as_mut_ptr(), y);
+                    _mm512_storeu_ps(out[2 * half].as_mut_ptr(), x);
+                    _mm512_storeu_ps(out[2 * half + 1].as_mut_ptr(), y);
                 }
             }
         }
@@ -429,13 +442,9 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
         let coincide = if positions {
             true
         } else {
-            let lane = |v: &[f32; LANES]| _mm512_loadu_ps(v.as_ptr());
-            let d: [__m512; 3] =
-                std::array::from_fn(|a| _mm512_sub_ps(lane(&b.pi[a]), lane(&b.pj[a])));
-            let dist2 = _mm512_add_ps(
-                _mm512_add_ps(_mm512_mul_ps(d[0], d[0]), _mm512_mul_ps(d[1], d[1])),
-                _mm512_mul_ps(d[2], d[2]),
-            );
+            let lanes =
+                |v: &[[f32; LANES]; 4]| std::array::from_fn(|a| _mm512_loadu_ps(v[a].as_ptr()));
+            let dist2 = dist2_512(lanes(&b.pi), lanes(&b.pj));
             _mm512_cmp_ps_mask::<_CMP_GT_OQ>(dist2, _mm512_setzero_ps()) != 0xFFFF
         };
         if coincide {

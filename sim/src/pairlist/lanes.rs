@@ -160,10 +160,7 @@ impl Pending {
     #[inline(always)]
     pub fn take(&mut self, idx: &mut LaneIndex, b: &mut PairLanes) -> usize {
         let n = self.used.min(LANES);
-        fn head(v: &[u32; 2 * LANES]) -> [u32; LANES] {
-            std::array::from_fn(|l| v[l])
-        }
-        fn head_f(v: &[f32; 2 * LANES]) -> [f32; LANES] {
+        fn head<T: Copy>(v: &[T; 2 * LANES]) -> [T; LANES] {
             std::array::from_fn(|l| v[l])
         }
         idx.i = head(&self.i);
@@ -171,8 +168,8 @@ impl Pending {
         idx.local = head(&self.local);
         idx.pair = head(&self.pair);
         for a in 0..4 {
-            b.pi[a] = head_f(&self.pi[a]);
-            b.pj[a] = head_f(&self.pj[a]);
+            b.pi[a] = head(&self.pi[a]);
+            b.pj[a] = head(&self.pj[a]);
         }
         // n <= LANES, so n..n + LANES lies inside the 2 * LANES arrays.
         self.i.copy_within(n..n + LANES, 0);
