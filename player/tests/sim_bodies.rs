@@ -413,12 +413,12 @@ fn hot_reload_carries_pose_and_momentum_into_a_rebaked_body() {
 /// forces from several blocks and are summed on the host.
 #[test]
 fn mixed_scene_block_by_block_tracks_in_core() {
-    use pellet_player::sim::blocks::{bytes_per_particle, fixed_bytes};
+    use pellet_player::sim::blocks::budget_for_block;
     let dir = tempfile::tempdir().unwrap();
     let s = mixed_scene(dir.path());
     let gpu = Arc::new(Gpu::new(BackendChoice::Auto).unwrap());
     let n = s.particles.len() as u64;
-    let budget = fixed_bytes(&s) + n / 2 * bytes_per_particle(s.slots, s.integrator);
+    let budget = budget_for_block(&s, n / 2);
     let mut blocks = Simulation::blocks(gpu, &s, budget).unwrap();
     let mut cpu = Simulation::cpu(&s);
     blocks.advance(200).unwrap();

@@ -46,11 +46,12 @@ pub struct StepStats {
     pub wall_contacts: u64,
     /// Most particles under one cell key in the last step.
     pub max_cell_occupancy: u32,
-    /// Touching contacts that found no free history slot, since the start
-    /// (GPU path; the CPU engine has no slots).
+    /// Touching contacts that found no free history slot, since the start:
+    /// always 0, since every engine keeps springs with the list's pairs (the
+    /// field stays for scripts that read it).
     pub slot_overflows: u64,
     /// Neighbour-list builds since the start (both engines rebuild when a
-    /// particle has moved half the skin; block-wise stepping sorts every step).
+    /// particle has moved half the skin, block-wise stepping too).
     pub rebuilds: u64,
     /// Wall-clock milliseconds per step since the last stats line.
     pub ms_per_step: f64,
@@ -107,7 +108,7 @@ impl Simulation {
     /// What block-wise stepping did, when it is on.
     pub fn block_stats(&self) -> Option<&BlockStats> {
         match &self.engine {
-            Engine::Blocks(b) => Some(&b.stats),
+            Engine::Blocks(b) => Some(b.stats()),
             _ => None,
         }
     }
@@ -151,7 +152,7 @@ impl Simulation {
                 "gpu blocks ({} threads + {}; at most {} particles per block)",
                 rayon::current_num_threads(),
                 b.device_name(),
-                b.stats.capacity
+                b.stats().capacity
             ),
         }
     }
@@ -261,7 +262,7 @@ impl Simulation {
             rebuilds: match &self.engine {
                 Engine::Cpu(c) => c.rebuilds,
                 Engine::Gpu(g) => g.rebuilds(),
-                Engine::Blocks(_) => self.steps + 1,
+                Engine::Blocks(b) => b.host.rebuilds,
             },
             ms_per_step,
         })

@@ -139,15 +139,20 @@ pub enum SimError {
         /// The adapter.
         adapter: String,
     },
-    /// Block-wise stepping: one slab and its halo exceed what the budget holds.
+    /// Block-wise stepping: one layer of cells and its halo exceed what the
+    /// budget holds.
     #[error(
-        "one slab of cells with its neighbours holds {particles} particles, more than the {capacity} the device budget allows at once; raise --device-budget"
+        "one layer of cells with its neighbours holds {particles} particles and {pairs} listed pairs, more than the {capacity} particles and {pair_capacity} pairs the device budget allows at once; raise --device-budget"
     )]
     SlabTooLarge {
-        /// Particles in the slab and its halo.
+        /// Particles in the layer and its halo.
         particles: usize,
+        /// Listed pairs the layer's block uploads.
+        pairs: usize,
         /// Particles the budget holds.
         capacity: usize,
+        /// Pairs the budget holds.
+        pair_capacity: usize,
     },
     /// Block-wise stepping: the budget does not even hold the fixed tables.
     #[error(

@@ -17,7 +17,7 @@ use crate::harness::{Row, time};
 fn scene_toml(side: u32) -> String {
     let extent = f64::from(side) * 0.021 + 0.02;
     format!(
-        "name = \"block{side}\"\n[simulation]\nparticle_radius = 0.01\ncontact_slots = 4\n[domain]\nmin = [0, 0, 0]\nmax = [{extent}, {extent}, {extent}]\n\
+        "name = \"block{side}\"\n[simulation]\nparticle_radius = 0.01\n[domain]\nmin = [0, 0, 0]\nmax = [{extent}, {extent}, {extent}]\n\
          [[particles]]\nregion = {{ min = [0, 0, 0], max = [{extent}, {extent}, {extent}] }}\nspacing = 0.021\njitter = 0.3\nseed = 1\n"
     )
 }

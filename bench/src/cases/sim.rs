@@ -35,16 +35,14 @@ pub const CPU_BYTES_PER_PARTICLE_STEP: f64 = 392.0;
 /// What a timed run reports besides its time.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct RunInfo {
-    /// Contact-slot overflows (GPU path).
-    pub(crate) overflows: u64,
     /// Neighbour-list builds per 1000 steps (CPU backend), over the timed steps.
     pub(crate) rebuilds_per_1000: f64,
 }
 
-fn scene_toml(n: u32, slots: u32) -> String {
+fn scene_toml(n: u32) -> String {
     let side = f64::from(n) * 0.02;
     format!(
-        "name = \"pack{n}\"\n[simulation]\nparticle_radius = 0.01\ngravity = [0, -9.81, 0]\ntime_step = 1e-5\ncontact_slots = {slots}\n\
+        "name = \"pack{n}\"\n[simulation]\nparticle_radius = 0.01\ngravity = [0, -9.81, 0]\ntime_step = 1e-5\n\
          [domain]\nmin = [0, 0, 0]\nmax = [{side}, {side}, {side}]\n\
          [materials.default]\ndensity = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5\n\
          [[particles]]\nregion = {{ min = [0, 0, 0], max = [{side}, {side}, {side}] }}\nspacing = 0.02\n"
@@ -93,7 +91,6 @@ fn pellet_within(
         runs.push(start.elapsed().as_secs_f64());
         let stats = sim.stats()?;
         info = RunInfo {
-            overflows: stats.slot_overflows,
             rebuilds_per_1000: (stats.rebuilds - built) as f64 * 1000.0 / f64::from(steps.max(1)),
         };
     }
@@ -181,16 +178,16 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
     let bandwidth = memory_bandwidth();
     let threads = rayon::current_num_threads();
     let samples = samples.clamp(3, 3);
-    // (pack side, warm-up steps, timed steps CPU, timed steps GPU, history slots)
-    let cases: &[(u32, u32, u32, u32, u32)] = if quick {
-        &[(20, 20, 50, 20, 12)]
+    // (pack side, warm-up steps, timed steps CPU, timed steps GPU)
+    let cases: &[(u32, u32, u32, u32)] = if quick {
+        &[(20, 20, 50, 20)]
     } else {
-        &[(43, 100, 200, 50, 12), (100, 10, 20, 5, 8)]
+        &[(43, 100, 200, 50), (100, 10, 20, 5)]
     };
-    for &(n, warm, cpu_steps, gpu_steps, slots) in cases {
+    for &(n, warm, cpu_steps, gpu_steps) in cases {
         let particles = u64::from(n).pow(3);
         let scene = dir.join(format!("pack{n}.toml"));
-        if let Err(e) = std::fs::write(&scene, scene_toml(n, slots)) {
+        if let Err(e) = std::fs::write(&scene, scene_toml(n)) {
             eprintln!("bench: {e}");
             continue;
         }
@@ -271,12 +268,6 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                         bandwidth / 1e9
                     );
                 }
-                if info.overflows > 0 {
-                    notes += &format!(
-                        "; {} contact-slot overflows ({slots} slots)",
-                        info.overflows
-                    );
-                }
                 rows.push(Row {
                     group: "particle simulation",
                     name: format!(
@@ -302,7 +293,7 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
     // Block-wise stepping (the state on the host, forces on the GPU one
     // block at a time) against the same GPU in core, on the smaller pack,
     // with a quarter of the in-core footprint as the budget.
-    if let (Some(g), Some(&(n, warm, _, steps, slots))) = (&gpu, cases.first()) {
+    if let (Some(g), Some(&(n, warm, _, steps))) = (&gpu, cases.first()) {
         let scene = dir.join(format!("pack{n}.toml"));
         let particles = u64::from(n).pow(3);
         if let Ok(setup) = load_setup(&scene, GridMode::Auto) {
@@ -316,12 +307,12 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                     group: "particle simulation",
                     name: "GPU blocks (1/4 of the in-core memory) vs GPU in core".into(),
                     workload: format!(
-                        "{particles} spheres, simple-cubic touching pack, {warm} warm-up + {steps} steps, budget {:.1} of {:.1} MiB ({slots} slots)",
+                        "{particles} spheres, simple-cubic touching pack, {warm} warm-up + {steps} steps, budget {:.1} of {:.1} MiB",
                         budget as f64 / 1048576.0,
                         in_core as f64 / 1048576.0
                     ),
                     notes: format!(
-                        "block-wise {:.2} M particle-steps/s, in core {:.2} M/s; host integrates and sorts, blocks upload positions and history and read forces back every step",
+                        "block-wise {:.2} M particle-steps/s, in core {:.2} M/s; the host keeps the neighbour list and integrates; each step every block uploads its particles, pairs and springs and reads forces and springs back",
                         particles as f64 * f64::from(steps) / timing.median_s / 1e6,
                         particles as f64 * f64::from(steps) / peer.median_s / 1e6
                     ),

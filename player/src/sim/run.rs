@@ -359,26 +359,18 @@ pub fn start_within(
     backend: Backend,
     budget: Option<u64>,
 ) -> Result<Simulation, SimError> {
-    let obsolete_slots = || {
-        if setup.slots_set {
-            tracing::warn!(
-                "simulation.contact_slots is obsolete in core (each contact's spring lives with its \
-                 pair, with no cap); it sizes only block-wise stepping's history (--device-budget)"
-            );
-        }
-    };
+    if setup.slots_set {
+        tracing::warn!(
+            "simulation.contact_slots is obsolete and ignored: each contact's spring lives with its \
+             pair in the neighbour list, with no cap"
+        );
+    }
     let choice = match backend {
         Backend::Gpu(choice) => choice,
-        Backend::Cpu => {
-            obsolete_slots();
-            return Ok(Simulation::cpu(setup));
-        }
+        Backend::Cpu => return Ok(Simulation::cpu(setup)),
     };
     let gpu = Arc::new(Gpu::new(choice)?);
     let needed = super::blocks::in_core_bytes(setup);
-    if budget.is_none_or(|b| needed <= b) {
-        obsolete_slots();
-    }
     match budget {
         Some(budget) if needed > budget => {
             tracing::info!(
@@ -390,7 +382,7 @@ pub fn start_within(
         }
         Some(_) => Simulation::gpu(gpu, setup),
         None => match Simulation::gpu(gpu.clone(), setup) {
-            Err(why @ SimError::BufferTooLarge { .. }) if !setup.grid.hashed => {
+            Err(why @ SimError::BufferTooLarge { .. }) => {
                 tracing::info!("{why}: stepping block by block");
                 Simulation::blocks(gpu, setup, u64::MAX)
             }

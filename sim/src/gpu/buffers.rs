@@ -9,7 +9,7 @@ use pellet_gpu::wgpu::util::DeviceExt;
 use pellet_gpu::{Gpu, wgpu};
 
 use super::bindings::*;
-use super::{BlockInput, GpuSim, WG};
+use super::{GpuSim, WG};
 use crate::setup::{PairParams, SimSetup};
 use crate::stages::common::{BodyGpu, ModeGpu, Params, ScanLenGpu};
 use crate::{Counter, HostState, NUM_COUNTERS, SimError};
@@ -371,8 +371,9 @@ impl GpuSim {
         );
     }
 
-    /// `compute_forces` evaluates only particles `first..end` (their
-    /// neighbours may lie outside: a block's halo).
+    /// The force kernels evaluate only particles `first..end` (their
+    /// neighbours may lie outside: a block's halo); pairs are counted by
+    /// the block of their owner.
     pub fn set_force_range(&mut self, first: u32, end: u32) {
         self.force_range = (first, end);
         let dt = self.params.dt;
@@ -387,21 +388,6 @@ impl GpuSim {
                 bytemuck::cast_slice(&[dt_hist.to_bits(), commit, first, end]),
             );
         }
-    }
-
-    /// Uploads a block in cell order: positions, velocities, angular
-    /// velocities, ids, body offsets, and the contact history the forces
-    /// start from (`hist_count`, `slots` entries per particle in `hist`).
-    pub fn upload_block(&mut self, block: &BlockInput<'_>) {
-        let q = &self.gpu.queue;
-        let b = &self.buffers;
-        q.write_buffer(&b[&B_POS], 0, bytemuck::cast_slice(block.pos));
-        q.write_buffer(&b[&B_VEL], 0, bytemuck::cast_slice(block.vel));
-        q.write_buffer(&b[&B_ANGVEL], 0, bytemuck::cast_slice(block.angvel));
-        q.write_buffer(&b[&B_META], 0, bytemuck::cast_slice(block.meta));
-        q.write_buffer(&b[&B_LOCAL], 0, bytemuck::cast_slice(block.local));
-        q.write_buffer(&b[&B_HIST_COUNT], 0, bytemuck::cast_slice(block.hist_count));
-        q.write_buffer(&b[&B_HIST], 0, bytemuck::cast_slice(block.hist));
     }
 
     /// Bytes of every buffer this simulation allocated.

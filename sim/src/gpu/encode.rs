@@ -252,13 +252,4 @@ impl GpuSim {
         enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(12));
         self.submit(enc);
     }
-
-    /// Sorts the uploaded block and evaluates the forces of its range, in
-    /// one submission.
-    pub fn sort_and_forces(&mut self, kind: ForceKind) {
-        let mut enc = self.encoder();
-        self.encode_sort(&mut enc, false);
-        self.encode_pass(&mut enc, "forces", |s, p| s.encode_forces(p, kind));
-        self.submit(enc);
-    }
 }

@@ -12,9 +12,10 @@
 //!   when the device finds it due, every dispatch gated on the device);
 //! - `readback.rs`: downloads, counters and the kinetic energy.
 //!
-//! Two ways to find contacts ([`Listing`]): the pair list (the default, in
-//! core), and sorting every step with per-particle history slots (block-wise
-//! stepping, whose blocks change every step, and the older stage tests).
+//! Two ways to find contacts ([`Listing`]): the pair list (the default; in
+//! core the device builds it, stepping block by block the host builds it and
+//! uploads it a block at a time), and sorting every step with per-particle
+//! history slots (the kernels of the older stage tests and their twin).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,9 +39,11 @@ use buffers::ScanLevel;
 
 const WG: u32 = 256;
 
-/// A block's particles in cell order, for [`GpuSim::upload_block`].
+/// One block of a host-built pair list, for [`GpuSim::upload_pair_block`]
+/// (block-wise stepping, `crate::blocks`): the block's particles with their
+/// halo, indices local to the block.
 #[derive(Debug, Clone, Copy)]
-pub struct BlockInput<'a> {
+pub struct PairBlockInput<'a> {
     /// Positions and radii.
     pub pos: &'a [[f32; 4]],
     /// Velocities and inverse masses.
@@ -49,25 +52,37 @@ pub struct BlockInput<'a> {
     pub angvel: &'a [[f32; 4]],
     /// Ids, materials, bodies.
     pub meta: &'a [[u32; 4]],
-    /// Body offsets.
-    pub local: &'a [[f32; 4]],
-    /// Used history slots per particle (in this order).
-    pub hist_count: &'a [u32],
-    /// History, `slots` entries per particle.
-    pub hist: &'a [[f32; 4]],
+    /// First pair of each particle's row, `pos.len() + 1` entries.
+    pub pair_start: &'a [u32],
+    /// First entry of each particle's partner index, `pos.len() + 1` entries.
+    pub low_start: &'a [u32],
+    /// The pairs each particle is the partner of.
+    pub low_index: &'a [u32],
+    /// Owner of each pair.
+    pub pair_i: &'a [u32],
+    /// Partner of each pair.
+    pub pair_j: &'a [u32],
+    /// `kn`, `kt`, `mu` and the damping coefficient of each pair.
+    pub pair_const: &'a [[f32; 4]],
+    /// Spring (m, the owner's view) and the partner's id bits of each pair.
+    pub pair_hist: &'a [[f32; 4]],
+    /// Walls (below 32) within reach of each particle, as bits.
+    pub wall_mask: &'a [u32],
+    /// Spring with each wall, `wall_count` per particle.
+    pub wall_hist: &'a [[f32; 4]],
 }
 
-/// What [`GpuSim::download_forces`] reads back.
+/// What [`GpuSim::download_pair_block`] reads back.
 #[derive(Debug, Clone, Default)]
-pub struct BlockOutput {
+pub struct PairBlockOutput {
     /// Total force per particle, N.
     pub force: Vec<[f32; 4]>,
     /// Torque per particle, N m.
     pub torque: Vec<[f32; 4]>,
-    /// New used history slots.
-    pub hist_count: Vec<u32>,
-    /// New history, `slots` per particle.
-    pub hist: Vec<[f32; 4]>,
+    /// The pairs' springs after the evaluation.
+    pub pair_hist: Vec<[f32; 4]>,
+    /// The wall springs after the evaluation, `wall_count` per particle.
+    pub wall_hist: Vec<[f32; 4]>,
 }
 
 /// How the GPU path finds contacts.
@@ -141,8 +156,8 @@ impl GpuSim {
         Self::with_shaders(gpu, setup, &SimShaders::builtin())
     }
 
-    /// As [`GpuSim::new`], sorting every step with history slots (what
-    /// block-wise stepping drives, and the oracle [`CpuSim`](crate::cpu::CpuSim) mirrors).
+    /// As [`GpuSim::new`], sorting every step with history slots (the
+    /// kernels the oracle [`CpuSim`](crate::cpu::CpuSim) mirrors).
     pub fn sorting(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
         Self::with_options(gpu, setup, &SimShaders::builtin(), Listing::SortEveryStep)
     }

@@ -5,7 +5,7 @@
 use pellet_gpu::readback::read_buffer;
 
 use super::bindings::*;
-use super::{BlockOutput, BodyForces, GpuSim, GridBuffers, WG};
+use super::{BodyForces, GpuSim, GridBuffers, WG};
 use crate::stages::bodies::BodyGpu;
 use crate::{HostState, NUM_COUNTERS, SimError};
 
@@ -63,28 +63,6 @@ impl GpuSim {
     pub fn download_body_forces(&self) -> Result<BodyForces, SimError> {
         let b = self.params.body_count as usize;
         Ok((self.read(B_BODY_FORCE, b)?, self.read(B_BODY_TORQUE, b)?))
-    }
-
-    /// Forces, torques, contact counts and history of particles
-    /// `first..end` (the force range), read back.
-    pub fn download_forces(&self, first: u32, end: u32) -> Result<BlockOutput, SimError> {
-        let (a, n) = (first as u64, u64::from(end - first));
-        let slots = u64::from(self.params.slots);
-        let read = |binding: u32, stride: u64| -> Result<Vec<u8>, SimError> {
-            Ok(pellet_gpu::readback::read_buffer_range(
-                &self.gpu.device,
-                &self.gpu.queue,
-                &self.buffers[&binding],
-                a * stride,
-                n * stride,
-            )?)
-        };
-        Ok(BlockOutput {
-            force: bytemuck::pod_collect_to_vec(&read(B_FORCE, 16)?),
-            torque: bytemuck::pod_collect_to_vec(&read(B_TORQUE, 16)?),
-            hist_count: bytemuck::pod_collect_to_vec(&read(B_HIST_COUNT, 4)?),
-            hist: bytemuck::pod_collect_to_vec(&read(B_HIST, 16 * slots)?),
-        })
     }
 
     /// The counters (see [`Counter`](crate::Counter)).

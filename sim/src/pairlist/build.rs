@@ -55,6 +55,10 @@ pub struct NeighbourList {
     pub spring: [Vec<f32>; 3],
     /// First particle of each slab, and `n` at the end.
     pub slab_start: Vec<u32>,
+    /// First particle of each occupied layer of cells along the major axis,
+    /// and `n` at the end: a pair reaches at most the next layer (block-wise
+    /// stepping cuts its blocks here).
+    pub layer_start: Vec<u32>,
     /// Most particles in one cell at the build.
     pub max_occupancy: u32,
 }
@@ -268,17 +272,20 @@ impl PairListSim {
         // particles each.
         let target = n.div_ceil(TARGET_SLABS).max(1);
         let mut slab_start = vec![0u32];
+        let mut layer_start = vec![0u32];
         let mut layer = cell_key.first().map(|k| k >> 42);
         for (c, &k) in cell_key.iter().enumerate() {
             if Some(k >> 42) != layer {
                 layer = Some(k >> 42);
                 let first = cell_start[c];
+                layer_start.push(first);
                 if (first - slab_start[slab_start.len() - 1]) as usize >= target {
                     slab_start.push(first);
                 }
             }
         }
         slab_start.push(n as u32);
+        layer_start.push(n as u32);
 
         // The half pair list: for each particle, every later particle in
         // its own cell and in the 13 cells after it in key order.
@@ -402,6 +409,7 @@ impl PairListSim {
             list.row[i + 1] += list.row[i];
         }
         list.slab_start = slab_start;
+        list.layer_start = layer_start;
         list.max_occupancy = max_occupancy;
 
         // Walls within reach of each movable particle.

@@ -215,7 +215,7 @@ impl PairListSim {
 
     /// One pass over the free particles (see [`VerletUpdate`]), in blocks
     /// of [`MIN_LEN`] particles.
-    fn verlet_pass(&mut self, close: bool, open: bool) {
+    pub(super) fn verlet_pass(&mut self, close: bool, open: bool) {
         let update = self.verlet_update(close, open);
         let s = &mut self.state;
         let (force, torque, meta) = (&s.force, &s.torque, &s.meta);

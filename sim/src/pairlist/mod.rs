@@ -39,7 +39,7 @@ use pellet_formats::scene::Integrator;
 
 use crate::setup::{PairParams, SimSetup, WallParams};
 use crate::stages::common::{BodyGpu, Params};
-use crate::{Counter, ForceKind, HostState, NUM_COUNTERS};
+use crate::{Counter, ForceKind, HostState, NUM_COUNTERS, SimError};
 
 mod build;
 pub mod dispatch;
@@ -201,6 +201,59 @@ impl PairListSim {
         }
     }
 
+    /// Builds the first list and evaluates the first forces with `source`.
+    pub fn prime_with(&mut self, source: &mut impl ForceSource) -> Result<(), SimError> {
+        self.rebuild();
+        source.forces(self, ForceKind::Prime)?;
+        self.body_reduce();
+        Ok(())
+    }
+
+    /// Takes `steps` whole steps with the forces of `source`: the same
+    /// integration, lists, rebuilds and checks as [`PairListSim::advance`],
+    /// the force pass outside (velocity Verlet's closing and opening kicks
+    /// then take a pass of their own).
+    pub fn advance_with(
+        &mut self,
+        steps: u32,
+        source: &mut impl ForceSource,
+    ) -> Result<(), SimError> {
+        for s in 0..steps {
+            self.clear_step_counters();
+            match self.integrator {
+                Integrator::VelocityVerlet => {
+                    if s == 0 {
+                        self.verlet_open();
+                    }
+                    if !self.bodies.is_empty() {
+                        self.body_begin();
+                        self.body_particles(true);
+                    }
+                    self.rebuild_if_needed();
+                    source.forces(self, ForceKind::Commit)?;
+                    self.verlet_pass(true, s + 1 < steps);
+                    if !self.bodies.is_empty() {
+                        self.body_reduce();
+                        self.body_end();
+                        self.body_particles(false);
+                    }
+                }
+                Integrator::Rk2 => {
+                    self.update_max_displacement();
+                    self.rebuild_if_needed();
+                    source.forces(self, ForceKind::Trial)?;
+                    self.rk2_mid();
+                    self.update_max_displacement();
+                    self.rebuild_if_needed();
+                    source.forces(self, ForceKind::Commit)?;
+                    self.rk2_end();
+                }
+            }
+            self.step += 1;
+        }
+        Ok(())
+    }
+
     /// Velocity Verlet: the closing half kick of one step and the opening
     /// kick and drift of the next are one pass over the particles.
     fn advance_verlet(&mut self, steps: u32) {
@@ -256,6 +309,15 @@ impl PairListSim {
             self.counters[id_counter as usize].fetch_min(id, Ordering::Relaxed);
         }
     }
+}
+
+/// Forces evaluated outside the engine, on its lists (block-wise stepping
+/// evaluates them on the GPU, a block at a time).
+pub trait ForceSource {
+    /// Sets `force` and `torque` of every particle of `sim.state` (gravity,
+    /// walls, listed pairs), advances the springs of `sim.list` and
+    /// `sim.wall_list` as `kind` says, and adds the contacts to `sim.counters`.
+    fn forces(&mut self, sim: &mut PairListSim, kind: ForceKind) -> Result<(), SimError>;
 }
 
 impl PairListSim {

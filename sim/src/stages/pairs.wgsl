@@ -367,7 +367,9 @@ var<workgroup> wg_touching: atomic<u32>;
 fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let p = flat_index(gid, nwg);
     let total = min(pair_start[params.n], atomicLoad(&list_state[LS_CAPACITY]));
-    if (p < total && pair_force_of(p)) {
+    // Pairs owned outside the force range (a block's halo, block-wise
+    // stepping) are evaluated for their partners but counted by their block.
+    if (p < total && pair_force_of(p) && in_force_range(pair_i[p])) {
         atomicAdd(&wg_touching, 1u);
     }
     // One atomic per workgroup: counted by both partners, as compute_forces counts.
@@ -378,6 +380,12 @@ fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
             atomicAdd(&counters[C_CONTACTS], 2u * touching);
         }
     }
+}
+
+// Whether particle `i` is in the force range (`mode.first..end`: all of
+// them in core; a block's own particles when stepping block by block).
+fn in_force_range(i: u32) -> bool {
+    return i >= mode.first && i < mode.end;
 }
 
 fn pair_force_of(p: u32) -> bool {
@@ -433,7 +441,7 @@ const SUM_END_BEGIN: u32 = 2u;
 @compute @workgroup_size(256)
 fn particle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i < params.n) {
+    if (i < params.n && in_force_range(i)) {
         sum_particle(i, SUM_ONLY);
     }
 }
@@ -441,7 +449,7 @@ fn particle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
 @compute @workgroup_size(256)
 fn particle_forces_end(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i < params.n) {
+    if (i < params.n && in_force_range(i)) {
         sum_particle(i, SUM_END);
     }
 }
@@ -449,7 +457,7 @@ fn particle_forces_end(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
 @compute @workgroup_size(256)
 fn particle_forces_end_begin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = flat_index(gid, nwg);
-    if (i < params.n) {
+    if (i < params.n && in_force_range(i)) {
         sum_particle(i, SUM_END_BEGIN);
     }
 }
