@@ -262,6 +262,30 @@ fn pair_list_stages_match_the_cpu_twin_hashed_rk2() {
     compare_stages(&s, true);
 }
 
+/// Hertz-Mindlin materials, two radii (so the pairs' effective radii and
+/// masses differ): the same stages against the twin.
+#[test]
+fn pair_list_stages_match_the_cpu_twin_hertz() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ps = edge_and_random(600);
+    for (k, p) in ps.iter_mut().enumerate() {
+        if k % 2 == 1 {
+            p.2 = 0.007;
+        }
+    }
+    let s = setup(
+        dir.path(),
+        &box_scene(0.0, 0.3, -9.81, HERTZ_MATERIAL, "", true),
+        &ps,
+        GridMode::Dense,
+    );
+    assert_eq!(s.contact_model, pellet_player::sim::stages::common::HERTZ);
+    compare_stages(&s, false);
+}
+
+/// A Hertz-Mindlin material for the tests.
+const HERTZ_MATERIAL: &str = "model = \"hertz\"\nyoungs_modulus = 5e6\npoisson_ratio = 0.3\nrestitution = 0.6\nfriction = 0.5";
+
 fn settling_pack(dir: &std::path::Path) -> SimSetup {
     setup(
         dir,
@@ -365,11 +389,11 @@ fn no_contact_is_missed_between_rebuilds() {
 
 /// Whole runs of the pair-list path: the GPU (batches of several sizes, the
 /// closing and opening kicks fused between steps) against its twin.
-fn whole_runs_track_the_twin(extra: &str) {
+fn whole_runs_track_the_twin(extra: &str, material: &str) {
     let dir = tempfile::tempdir().unwrap();
     let s = setup(
         dir.path(),
-        &box_scene(0.0, 0.3, -9.81, "friction = 0.5", extra, true),
+        &box_scene(0.0, 0.3, -9.81, material, extra, true),
         &lattice(10, 0.01, 0.021, 0.02, 0.0005, 0.3, 5),
         GridMode::Auto,
     );
@@ -405,12 +429,17 @@ fn whole_runs_track_the_twin(extra: &str) {
 
 #[test]
 fn whole_verlet_runs_track_the_twin() {
-    whole_runs_track_the_twin("");
+    whole_runs_track_the_twin("", "friction = 0.5");
 }
 
 #[test]
 fn whole_rk2_runs_track_the_twin() {
-    whole_runs_track_the_twin("integrator = \"rk2\"");
+    whole_runs_track_the_twin("integrator = \"rk2\"", "friction = 0.5");
+}
+
+#[test]
+fn whole_hertz_runs_track_the_twin() {
+    whole_runs_track_the_twin("", HERTZ_MATERIAL);
 }
 
 /// The viewer's live controls hand the scene's own parameters (the grid of

@@ -42,7 +42,7 @@ fn params_members() -> Vec<(&'static str, usize)> {
         ("hi_x", offset_of!(Params, domain_max)),
         ("hi_y", offset_of!(Params, domain_max) + f),
         ("hi_z", offset_of!(Params, domain_max) + 2 * f),
-        ("pad2", offset_of!(Params, pad2)),
+        ("contact_model", offset_of!(Params, contact_model)),
     ]
 }
 

@@ -86,7 +86,7 @@ fn rapier(setup: &SimSetup, steps: u32, samples: usize) -> Timing {
         let mut bodies = RigidBodySet::new();
         let mut colliders = ColliderSet::new();
         let pair = setup.pairs[0];
-        let restitution = pellet_sim::setup::restitution_of(&pair);
+        let restitution = pellet_sim::setup::restitution_of(&pair, false);
         let p = &setup.particles;
         for k in 0..p.len() {
             if p.meta[k][2] != FREE {

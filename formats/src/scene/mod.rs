@@ -135,14 +135,37 @@ fn yes() -> bool {
     true
 }
 
+/// The contact law of a material (`model = "hooke"` or `"hertz"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContactModel {
+    /// Linear spring-dashpot with a constant stiffness (`stiffness`, N/m),
+    /// as LIGGGHTS `gran model hooke tangential history`. The default.
+    #[default]
+    Hooke,
+    /// Hertz-Mindlin from the material constants (`youngs_modulus`,
+    /// `poisson_ratio`): stiffness and damping grow with the overlap, as
+    /// LIGGGHTS `gran model hertz tangential history`.
+    Hertz,
+}
+
 /// A contact material (`[materials.NAME]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Material {
     /// Particle density, kg/m^3. Default 2500 (glass).
     pub density: f32,
-    /// Normal spring stiffness, N/m. Default 10000.
+    /// Contact law. Default `hooke`; every material of a scene uses the same.
+    #[serde(skip_serializing_if = "is_hooke")]
+    pub model: ContactModel,
+    /// Normal spring stiffness, N/m (`hooke`). Default 10000.
     pub stiffness: f32,
+    /// Young's modulus, Pa (`hertz`, required there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub youngs_modulus: Option<f32>,
+    /// Poisson's ratio, 0 to 0.5 (`hertz`). Default 0.25.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poisson_ratio: Option<f32>,
     /// Normal coefficient of restitution, 0..1. Default 0.5 unless `damping` is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restitution: Option<f32>,
@@ -159,7 +182,10 @@ impl Default for Material {
     fn default() -> Self {
         Self {
             density: 2500.0,
+            model: ContactModel::Hooke,
             stiffness: 1.0e4,
+            youngs_modulus: None,
+            poisson_ratio: None,
             restitution: None,
             damping: None,
             friction: 0.5,
@@ -171,6 +197,12 @@ impl Default for Material {
 impl Material {
     /// Restitution used when neither `restitution` nor `damping` is set.
     pub const DEFAULT_RESTITUTION: f32 = 0.5;
+    /// Poisson's ratio of a `hertz` material that does not give one.
+    pub const DEFAULT_POISSON_RATIO: f32 = 0.25;
+}
+
+fn is_hooke(m: &ContactModel) -> bool {
+    *m == ContactModel::Hooke
 }
 
 /// An axis-aligned box, metres.

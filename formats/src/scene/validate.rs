@@ -3,8 +3,8 @@
 //! naming the field.
 
 use super::{
-    BodySpec, DEFAULT_MATERIAL, MAX_PARTICLES, MAX_STEPS, ParticleInit, ParticleOrigin,
-    ParticleSource, Radius, Scene, TimeStep, expand,
+    BodySpec, ContactModel, DEFAULT_MATERIAL, MAX_PARTICLES, MAX_STEPS, ParticleInit,
+    ParticleOrigin, ParticleSource, Radius, Scene, TimeStep, expand,
 };
 use crate::error::ValidationError;
 use crate::validate;
@@ -63,10 +63,54 @@ impl Scene {
                 ));
             }
         }
+        let mut models = self.materials.iter().map(|(name, m)| (name, m.model));
+        if let Some((first, model)) = models.next()
+            && let Some((other, _)) = models.find(|(_, m)| *m != model)
+        {
+            return Err(ValidationError::new(
+                format!("materials.{other}.model"),
+                format_args!(
+                    "differs from materials.{first}.model: every material of a scene uses the same contact model"
+                ),
+            ));
+        }
         for (name, m) in &self.materials {
             let f = |field: &str| format!("materials.{name}.{field}");
             validate::positive(&f("density"), m.density.into())?;
             validate::positive(&f("stiffness"), m.stiffness.into())?;
+            match m.model {
+                ContactModel::Hooke => {
+                    for (field, set) in [
+                        ("youngs_modulus", m.youngs_modulus.is_some()),
+                        ("poisson_ratio", m.poisson_ratio.is_some()),
+                    ] {
+                        if set {
+                            return Err(ValidationError::new(
+                                f(field),
+                                "is a Hertz-Mindlin constant: set model = \"hertz\" (hooke materials take `stiffness`, N/m)",
+                            ));
+                        }
+                    }
+                }
+                ContactModel::Hertz => {
+                    let Some(e) = m.youngs_modulus else {
+                        return Err(ValidationError::new(
+                            f("youngs_modulus"),
+                            "is required with model = \"hertz\" (Pa, e.g. 5e6 for a soft grain, 7e10 for glass)",
+                        ));
+                    };
+                    validate::positive(&f("youngs_modulus"), e.into())?;
+                    if let Some(nu) = m.poisson_ratio {
+                        validate::in_range(&f("poisson_ratio"), nu.into(), 0.0, 0.499)?;
+                    }
+                    if m.damping.is_some() {
+                        return Err(ValidationError::new(
+                            f("damping"),
+                            "is for hooke materials; a hertz material's damping follows from `restitution`",
+                        ));
+                    }
+                }
+            }
             validate::non_negative(&f("friction"), m.friction.into())?;
             validate::positive(
                 &f("tangential_stiffness_ratio"),

@@ -125,6 +125,8 @@ pub fn run_viewer(options: ViewerOptions) -> Result<(), PlayerError> {
 /// Parameters the panel edits, applied without restarting.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Live {
+    /// Hertz-Mindlin materials (the scale is then on the moduli).
+    hertz: bool,
     gravity: [f32; 3],
     stiffness_scale: f32,
     restitution: f32,
@@ -136,8 +138,10 @@ struct Live {
 impl Live {
     fn from_setup(s: &SimSetup) -> Self {
         let p = s.pairs.first().copied().unwrap_or_default();
-        let restitution = crate::sim::setup::restitution_of(&p);
+        let hertz = s.contact_model == crate::sim::stages::common::HERTZ;
+        let restitution = crate::sim::setup::restitution_of(&p, hertz);
         Self {
+            hertz,
             gravity: s.gravity,
             stiffness_scale: 1.0,
             restitution,
@@ -149,7 +153,8 @@ impl Live {
 
     /// The setup's pairs with these parameters applied.
     fn pairs(&self, base: &[PairParams]) -> Vec<PairParams> {
-        let r2 = (2.0 * damping_ratio(f64::from(self.restitution))) as f32;
+        let r2 = (crate::sim::setup::damping_factor(self.hertz)
+            * damping_ratio(f64::from(self.restitution))) as f32;
         base.iter()
             .map(|p| PairParams {
                 kn: p.kn * self.stiffness_scale,

@@ -45,7 +45,11 @@ impl WindowState {
                 changed |= ui
                     .add(egui::Slider::new(&mut live.gravity[1], -30.0..=30.0))
                     .changed();
-                ui.label("stiffness (x scene)");
+                ui.label(if live.hertz {
+                    "Young's modulus (x scene)"
+                } else {
+                    "stiffness (x scene)"
+                });
                 changed |= ui
                     .add(egui::Slider::new(&mut live.stiffness_scale, 0.1..=4.0).logarithmic(true))
                     .changed();

@@ -6,6 +6,8 @@ use rayon::prelude::*;
 
 use super::{MIN_LEN, PairListSim};
 use crate::setup::{FREE, SimSetup};
+use crate::stages::common::HERTZ;
+use crate::stages::forces::pair_constants;
 
 /// Cell coordinates are clamped to `1..=COORD_MAX` (21 bits each, so that
 /// three make a `u64` key and a neighbour's coordinate never underflows).
@@ -70,8 +72,9 @@ pub struct WallList {
     pub row: Vec<u32>,
     /// Wall index.
     pub wall: Vec<u32>,
-    /// Damping coefficient with that wall, N s/m.
-    pub damping: Vec<f32>,
+    /// The contact's constants with that wall (`[kn, kt, mu, damping]`,
+    /// [`pair_constants`]: the wall's radius and mass are the particle's).
+    pub constants: Vec<[f32; 4]>,
     /// Tangential spring, m (zero while not touching).
     pub spring: Vec<[f32; 3]>,
 }
@@ -130,8 +133,8 @@ fn key(c: [i64; 3]) -> u64 {
     ((c[0] as u64) << 42) | ((c[1] as u64) << 21) | c[2] as u64
 }
 
-/// One pair at the build: `(i, j, material pair, damping, spring)`.
-type ListedPair = (u32, u32, u32, f32, [f32; 3]);
+/// One pair at the build: `(i, j, material pair, constants, spring)`.
+type ListedPair = (u32, u32, u32, [f32; 4], [f32; 3]);
 
 /// Springs of the old list, grouped by the lower persistent id of each
 /// pair: `(higher id, spring as the lower id sees it)`.
@@ -295,6 +298,7 @@ impl PairListSim {
         let meta = &s.meta;
         let m = self.params.material_count;
         let table = &self.pairs;
+        let hertz = self.params.contact_model == HERTZ;
         let cells: Vec<usize> = (0..cell_key.len()).collect();
         let find = |k: u64| cell_key.partition_point(|&x| x < k);
         // One output vector per block of 256 cells (not per cell: small
@@ -343,13 +347,10 @@ impl PairListSim {
                                 let pp = mi[1] * m + mj[1];
                                 let pair = &table[pp as usize];
                                 let m_eff = 1.0 / (vi[3] + vj[3]);
-                                let damping = if pair.damping_abs > 0.0 {
-                                    pair.damping_abs
-                                } else {
-                                    pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
-                                };
+                                let r_eff = pi[3] * pj[3] / (pi[3] + pj[3]);
+                                let k = pair_constants(pair, hertz, r_eff, m_eff);
                                 let spring = carried.between(mi[0], mj[0]);
-                                out.push((i as u32, j as u32, pp, damping, spring));
+                                out.push((i as u32, j as u32, pp, k, spring));
                             }
                         }
                     }
@@ -371,29 +372,30 @@ impl PairListSim {
         list.sign.clear();
         list.spring.iter_mut().for_each(Vec::clear);
         list.partner.reserve(total);
-        let first_pp = rows.iter().flatten().next().map(|r| r.2);
-        let uniform = first_pp.filter(|&pp| rows.iter().flatten().all(|r| r.2 == pp));
-        list.uniform = uniform.map(|pp| {
-            let pair = &table[pp as usize];
-            [pair.kn, pair.kt, pair.mu]
+        // Constants every pair shares (one pair of materials; with Hertz,
+        // one radius too) are kept once.
+        let bits3 = |k: &[f32; 4]| [k[0].to_bits(), k[1].to_bits(), k[2].to_bits()];
+        let first = rows.iter().flatten().next().map(|r| r.3);
+        let uniform = first.filter(|f| rows.iter().flatten().all(|r| bits3(&r.3) == bits3(f)));
+        list.uniform = uniform.map(|k| [k[0], k[1], k[2]]);
+        let uniform_damping = first.map(|k| k[3]).filter(|&c| {
+            rows.iter()
+                .flatten()
+                .all(|r| r.3[3].to_bits() == c.to_bits())
         });
-        let first_c = rows.iter().flatten().next().map(|r| r.3);
-        let uniform_damping =
-            first_c.filter(|&c| rows.iter().flatten().all(|r| r.3.to_bits() == c.to_bits()));
         list.uniform_damping = uniform_damping;
-        for (i, j, pp, damping, spring) in rows.into_iter().flatten() {
+        for (i, j, pp, k, spring) in rows.into_iter().flatten() {
             list.row[i as usize + 1] += 1;
             list.owner.push(i);
             list.partner.push(j);
             list.material_pair.push(pp);
             if uniform.is_none() {
-                let pair = &table[pp as usize];
-                list.kn.push(pair.kn);
-                list.kt.push(pair.kt);
-                list.mu.push(pair.mu);
+                list.kn.push(k[0]);
+                list.kt.push(k[1]);
+                list.mu.push(k[2]);
             }
             if uniform_damping.is_none() {
-                list.damping.push(damping);
+                list.damping.push(k[3]);
             }
             list.sign
                 .push(if meta[i as usize][0] < meta[j as usize][0] {
@@ -418,7 +420,7 @@ impl PairListSim {
         wl.row.clear();
         wl.row.push(0);
         wl.wall.clear();
-        wl.damping.clear();
+        wl.constants.clear();
         wl.spring.clear();
         for i in 0..n {
             let (p, v, mi) = (pos[i], vel[i], meta[i]);
@@ -429,13 +431,9 @@ impl PairListSim {
                             - wall.offset;
                     if dist < p[3] + skin {
                         let pair = &table[(mi[1] * m + wall.material) as usize];
-                        let damping = if pair.damping_abs > 0.0 {
-                            pair.damping_abs
-                        } else {
-                            pair.damping_ratio2 * ((1.0 / v[3]) * pair.kn).sqrt()
-                        };
                         wl.wall.push(w as u32);
-                        wl.damping.push(damping);
+                        wl.constants
+                            .push(pair_constants(pair, hertz, p[3], 1.0 / v[3]));
                         wl.spring
                             .push(carried_walls.find(mi[0], w as u32).unwrap_or([0.0; 3]));
                     }

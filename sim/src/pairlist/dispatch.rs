@@ -60,37 +60,46 @@ pub fn simd_level() -> &'static str {
     "portable"
 }
 
-/// [`lanes::pair_forces`] with the widest instructions this CPU has.
+/// [`lanes::pair_forces`] with the widest instructions this CPU has
+/// (`hertz`: the Hertz-Mindlin lanes).
 #[inline]
-pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
+pub fn pair_forces(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx512() {
             // SAFETY: the CPU reports AVX-512F, the only feature `avx512` is
             // compiled for; the call passes plain references.
-            unsafe { avx512(b, dt_hist, out) };
+            unsafe { avx512(b, dt_hist, hertz, out) };
             return;
         }
         if has_avx2() {
             // SAFETY: the CPU reports AVX2, the only feature `avx2` is
             // compiled for; the call passes plain references.
-            unsafe { avx2(b, dt_hist, out) };
+            unsafe { avx2(b, dt_hist, hertz, out) };
             return;
         }
     }
-    lanes::pair_forces(b, dt_hist, out);
+    pair_forces_portable(b, dt_hist, hertz, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn avx512(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
-    lanes::pair_forces(b, dt_hist, out);
+fn avx512(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
+    if hertz {
+        lanes::pair_forces::<true>(b, dt_hist, out);
+    } else {
+        lanes::pair_forces::<false>(b, dt_hist, out);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn avx2(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
-    lanes::pair_forces(b, dt_hist, out);
+fn avx2(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
+    if hertz {
+        lanes::pair_forces::<true>(b, dt_hist, out);
+    } else {
+        lanes::pair_forces::<false>(b, dt_hist, out);
+    }
 }
 
 /// Fills a batch's lanes from `src` at `idx`: AVX-512 or AVX2 gathers
@@ -527,9 +536,14 @@ unsafe fn gather256(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
     }
 }
 
-/// The portable build, for tests that compare it with the wide ones.
-pub fn pair_forces_portable(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
-    lanes::pair_forces(b, dt_hist, out);
+/// The portable build (`PELLET_SIMD=portable`, CPUs without AVX2, and the
+/// tests that compare it with the wide ones).
+pub fn pair_forces_portable(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
+    if hertz {
+        lanes::pair_forces::<true>(b, dt_hist, out);
+    } else {
+        lanes::pair_forces::<false>(b, dt_hist, out);
+    }
 }
 
 #[cfg(test)]
@@ -764,9 +778,10 @@ mod tests {
                 b.c[l] = rnd(0.0, 5.0);
                 b.sign[l] = if l % 2 == 0 { 1.0 } else { -1.0 };
             }
+            let hertz = round % 2 == 1;
             let (mut wide, mut portable) = (PairResults::default(), PairResults::default());
-            pair_forces(&b, 1e-5, &mut wide);
-            pair_forces_portable(&b, 1e-5, &mut portable);
+            pair_forces(&b, 1e-5, hertz, &mut wide);
+            pair_forces_portable(&b, 1e-5, hertz, &mut portable);
             let bits = |r: &PairResults| -> Vec<u32> {
                 r.f.iter()
                     .chain(&r.tn)

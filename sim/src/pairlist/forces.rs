@@ -10,7 +10,8 @@ use super::dispatch;
 use super::integrate::{Found, VerletUpdate};
 use super::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
 use super::{MIN_LEN, PairListSim};
-use crate::setup::{PairParams, WallParams};
+use crate::setup::WallParams;
+use crate::stages::common::HERTZ;
 use crate::stages::common::{V3, add, cross, dot, scale};
 use crate::stages::forces::contact_force_damped;
 use crate::{Counter, ForceKind, ForceMode};
@@ -48,6 +49,8 @@ struct PairInputs<'a> {
     damping: &'a [f32],
     sign: &'a [f32],
     mode: ForceMode,
+    /// Hertz-Mindlin contacts.
+    hertz: bool,
 }
 
 impl PairInputs<'_> {
@@ -187,7 +190,7 @@ impl PairInputs<'_> {
         } else {
             dispatch::fill_lanes_but_positions(&src, idx, batch);
         }
-        dispatch::pair_forces(batch, mode.dt_hist, out);
+        dispatch::pair_forces(batch, mode.dt_hist, self.hertz, out);
         let mut touching = 0;
         let mut owner = usize::MAX;
         let (mut fi, mut ti) = ([0.0f32; 4], [0.0f32; 4]);
@@ -235,8 +238,13 @@ impl PairInputs<'_> {
     }
 }
 
-/// One particle's walls: every wall, the ones it lists, their damping and springs.
-type ParticleWalls<'a> = (&'a [WallParams], &'a [u32], &'a [f32], &'a mut [[f32; 3]]);
+/// One particle's walls: every wall, the ones it lists, their constants and springs.
+type ParticleWalls<'a> = (
+    &'a [WallParams],
+    &'a [u32],
+    &'a [[f32; 4]],
+    &'a mut [[f32; 3]],
+);
 
 /// Gravity and the wall contacts of one particle: its force and torque
 /// before the pairs are added.
@@ -246,18 +254,16 @@ fn particle_start(
     p: &[f32; 4],
     v: &[f32; 4],
     w: &[f32; 4],
-    material: u32,
     gravity: V3,
     time: f32,
     walls: ParticleWalls<'_>,
-    table: &[PairParams],
-    material_count: u32,
+    hertz: bool,
     mode: ForceMode,
 ) -> ([f32; 4], [f32; 4], u32) {
     let m_i = if v[3] > 0.0 { 1.0 / v[3] } else { 0.0 };
     let mut f = scale(gravity, m_i);
     let mut t = [0.0f32; 3];
-    let (wall_params, wall_of, damping, springs) = walls;
+    let (wall_params, wall_of, constants, springs) = walls;
     let mut touching = 0;
     for (k, spring) in springs.iter_mut().enumerate() {
         let wall = &wall_params[wall_of[k] as usize];
@@ -273,15 +279,14 @@ fn particle_start(
             }
             continue;
         }
-        let pair = &table[(material * material_count + wall.material) as usize];
         let wsum = scale(xyz(w), p[3]);
         let (force, ft, xi) = contact_force_damped(
             n,
             delta,
             xyz(v),
             wsum,
-            damping[k],
-            pair,
+            constants[k],
+            hertz,
             *spring,
             mode.dt_hist,
         );
@@ -362,15 +367,13 @@ fn chunks<'a>(
 /// Gravity and walls for every particle of a chunk (the start of the even
 /// phase): their forces and torques before the pairs.
 struct ParticleStart<'a> {
-    meta: &'a [[u32; 4]],
     wall_row: &'a [u32],
     wall_of: &'a [u32],
-    wall_damping: &'a [f32],
+    wall_constants: &'a [[f32; 4]],
     walls: &'a [WallParams],
-    table: &'a [PairParams],
     gravity: V3,
     time: f32,
-    material_count: u32,
+    hertz: bool,
     mode: ForceMode,
 }
 
@@ -395,17 +398,15 @@ impl ParticleStart<'_> {
                 &c.pos[k],
                 &c.vel[k],
                 &c.angvel[k],
-                self.meta[i][1],
                 self.gravity,
                 self.time,
                 (
                     self.walls,
                     &self.wall_of[a..b],
-                    &self.wall_damping[a..b],
+                    &self.wall_constants[a..b],
                     &mut c.wall_spring[a - wall0..b - wall0],
                 ),
-                self.table,
-                self.material_count,
+                self.hertz,
                 self.mode,
             );
             c.force[k] = f;
@@ -447,15 +448,13 @@ impl PairListSim {
         let starts = list.slab_start.clone();
         let slabs = starts.len().saturating_sub(1);
         let start = ParticleStart {
-            meta,
             wall_row: &wl.row,
             wall_of: &wl.wall,
-            wall_damping: &wl.damping,
+            wall_constants: &wl.constants,
             walls: &self.walls,
-            table: &self.pairs,
             gravity: params.gravity,
             time,
-            material_count: params.material_count,
+            hertz: params.contact_model == HERTZ,
             mode,
         };
         let inputs = PairInputs {
@@ -470,6 +469,7 @@ impl PairListSim {
             damping: &list.damping,
             sign: &list.sign,
             mode,
+            hertz: params.contact_model == HERTZ,
         };
         let x_ref = &self.x_ref;
         let serial = n < 2 * MIN_LEN;

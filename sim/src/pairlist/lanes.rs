@@ -201,8 +201,10 @@ pub struct PairResults {
 }
 
 /// The contact of every lane, extending springs over `dt_hist` seconds.
+/// `HERTZ`: the lanes' `kn`, `kt`, `c` are Hertz-Mindlin coefficients,
+/// scaled by the overlap in each contact ([`contact_stiffness`](crate::stages::forces::contact_stiffness)).
 #[inline(always)]
-pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
+pub fn pair_forces<const HERTZ: bool>(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
     for l in 0..LANES {
         let d = [
             b.pi[0][l] - b.pj[0][l],
@@ -232,8 +234,18 @@ pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
             b.wi[1][l] * ri + b.wj[1][l] * rj,
             b.wi[2][l] * ri + b.wj[2][l] * rj,
         ];
-        // contact_force_damped, lane-wise.
-        let c = b.c[l];
+        // contact_stiffness, then contact_force_damped, lane-wise.
+        let (kn, kt, c, ct) = if HERTZ {
+            // Non-touching lanes (delta <= 0) are discarded below.
+            let s = if delta > 0.0 { delta } else { 0.0 }.sqrt();
+            let q = s.sqrt();
+            let (kn0, kt0) = (b.kn[l], b.kt[l]);
+            let ratio = kt0 * (2.0 / 3.0) / if kn0 > 0.0 { kn0 } else { 1.0 };
+            let cn = b.c[l] * q;
+            (kn0 * s, kt0 * s, cn, cn * ratio.sqrt())
+        } else {
+            (b.kn[l], b.kt[l], b.c[l], b.c[l])
+        };
         let vn = vr[0] * n[0] + vr[1] * n[1] + vr[2] * n[2];
         let wxn = [
             wsum[1] * n[2] - wsum[2] * n[1],
@@ -243,7 +255,7 @@ pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
         let vc = [vr[0] - wxn[0], vr[1] - wxn[1], vr[2] - wxn[2]];
         let vcn = vc[0] * n[0] + vc[1] * n[1] + vc[2] * n[2];
         let vt = [vc[0] - n[0] * vcn, vc[1] - n[1] * vcn, vc[2] - n[2] * vcn];
-        let fn_mag = b.kn[l] * delta - c * vn;
+        let fn_mag = kn * delta - c * vn;
         let xo = [b.xi[0][l], b.xi[1][l], b.xi[2][l]];
         let xon = xo[0] * n[0] + xo[1] * n[1] + xo[2] * n[2];
         let xi_rot = [xo[0] - n[0] * xon, xo[1] - n[1] * xon, xo[2] - n[2] * xon];
@@ -252,11 +264,10 @@ pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
             xi_rot[1] + vt[1] * dt_hist,
             xi_rot[2] + vt[2] * dt_hist,
         ];
-        let kt = b.kt[l];
         let ft = [
-            xi[0] * -kt - vt[0] * c,
-            xi[1] * -kt - vt[1] * c,
-            xi[2] * -kt - vt[2] * c,
+            xi[0] * -kt - vt[0] * ct,
+            xi[1] * -kt - vt[1] * ct,
+            xi[2] * -kt - vt[2] * ct,
         ];
         let ft_max = b.mu[l] * fn_mag.abs();
         let ft2 = ft[0] * ft[0] + ft[1] * ft[1] + ft[2] * ft[2];
@@ -266,17 +277,17 @@ pub fn pair_forces(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
         let kt_inv = -1.0 / if kt > 0.0 { kt } else { 1.0 };
         let xic = [
             if kt > 0.0 {
-                (ftc[0] + vt[0] * c) * kt_inv
+                (ftc[0] + vt[0] * ct) * kt_inv
             } else {
                 0.0
             },
             if kt > 0.0 {
-                (ftc[1] + vt[1] * c) * kt_inv
+                (ftc[1] + vt[1] * ct) * kt_inv
             } else {
                 0.0
             },
             if kt > 0.0 {
-                (ftc[2] + vt[2] * c) * kt_inv
+                (ftc[2] + vt[2] * ct) * kt_inv
             } else {
                 0.0
             },

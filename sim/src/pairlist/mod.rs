@@ -322,11 +322,19 @@ pub trait ForceSource {
 
 impl PairListSim {
     /// Elastic energy of all normal springs (listed pairs and walls),
-    /// joules. Tangential springs are not included.
+    /// joules: `kn delta^2 / 2` (Hooke), `2/5 kn delta^(5/2)` with the
+    /// pair's Hertz coefficient. Tangential springs are not included.
     pub fn spring_energy(&self) -> f64 {
         let s = &self.state;
-        let m = self.params.material_count as usize;
         let time = self.kernel_time();
+        let hertz = self.params.contact_model == crate::stages::common::HERTZ;
+        let energy = |kn: f32, delta: f64| {
+            if hertz {
+                0.4 * f64::from(kn) * delta * delta * delta.sqrt()
+            } else {
+                0.5 * f64::from(kn) * delta * delta
+            }
+        };
         let mut total = 0.0;
         for i in 0..s.len() {
             let a = s.pos[i];
@@ -336,8 +344,8 @@ impl PairListSim {
                 let dist = f64::from(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
                 let delta = f64::from(a[3] + b[3]) - dist;
                 if delta > 0.0 {
-                    let pair = self.pairs[self.list.material_pair[k] as usize];
-                    total += 0.5 * f64::from(pair.kn) * delta * delta;
+                    let kn = self.list.uniform.map_or_else(|| self.list.kn[k], |u| u[0]);
+                    total += energy(kn, delta);
                 }
             }
             for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
@@ -349,8 +357,7 @@ impl PairListSim {
                 let dist = f64::from(n[0] * a[0] + n[1] * a[1] + n[2] * a[2] - wall.offset);
                 let delta = f64::from(a[3]) - dist;
                 if delta > 0.0 {
-                    let pair = self.pairs[s.meta[i][1] as usize * m + wall.material as usize];
-                    total += 0.5 * f64::from(pair.kn) * delta * delta;
+                    total += energy(self.wall_list.constants[k][0], delta);
                 }
             }
         }

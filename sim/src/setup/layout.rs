@@ -72,7 +72,7 @@ impl SimSetup {
             domain_min: self.domain_min,
             closed_faces: self.closed_faces,
             domain_max: self.domain_max,
-            pad2: 0,
+            contact_model: self.contact_model,
         }
     }
 }

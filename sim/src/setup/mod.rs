@@ -12,7 +12,9 @@
 
 use std::path::Path;
 
-use pellet_formats::scene::{DEFAULT_MATERIAL, Integrator, Material, Scene, TimeStep};
+use pellet_formats::scene::{
+    ContactModel, DEFAULT_MATERIAL, Integrator, Material, Scene, TimeStep,
+};
 
 use super::SimError;
 use super::grid::{GridMode, GridSpec};
@@ -27,7 +29,9 @@ pub use crate::stages::common::Params;
 pub use bodies::{BodyRequest, BodySource, NoBodies};
 pub use checks::{InitialOverlaps, OVERLAP_WARNING, escaped_face, face_name, initial_overlaps};
 pub use layout::{ParticleArrays, WallParams};
-pub use materials::{PairParams, damping_ratio, restitution_of};
+pub use materials::{
+    PairParams, damping_factor, damping_ratio, hertz_moduli, rayleigh_time, restitution_of,
+};
 
 use bodies::add_body_copies;
 use materials::mix_pair;
@@ -37,6 +41,26 @@ pub const AUTO_STEPS_PER_CONTACT: f64 = 20.0;
 
 /// Fewest time steps per contact an explicit step may give without a warning.
 pub const MIN_STEPS_PER_CONTACT: f64 = 10.0;
+
+/// Time steps per Rayleigh time chosen by `time_step = "auto"` for Hertz
+/// materials (a tenth of it; LIGGGHTS warns above a fifth).
+pub const AUTO_STEPS_PER_RAYLEIGH: f64 = 10.0;
+
+/// Fewest time steps per Rayleigh time an explicit step may give without a
+/// warning (Hertz materials).
+pub const MIN_STEPS_PER_RAYLEIGH: f64 = 5.0;
+
+/// Whether anything in `scene` takes the default material: the domain
+/// walls, or a particle block, body or wall that names none.
+fn uses_default(scene: &Scene) -> bool {
+    scene.domain.walls
+        || scene
+            .particles
+            .iter()
+            .any(|p| p.material == DEFAULT_MATERIAL)
+        || scene.bodies.iter().any(|b| b.material == DEFAULT_MATERIAL)
+        || scene.walls.iter().any(|w| w.material == DEFAULT_MATERIAL)
+}
 
 /// History partner id of wall `w`: `WALL_ID_BASE + w` (particle ids stay below it).
 pub const WALL_ID_BASE: u32 = 0xFFFF_FF00;
@@ -88,6 +112,9 @@ pub struct SimSetup {
     pub dt: f64,
     /// Shortest contact duration, seconds.
     pub contact_time: f64,
+    /// Contact law of every pair ([`HOOKE`](crate::stages::common::HOOKE) or
+    /// [`HERTZ`](crate::stages::common::HERTZ)).
+    pub contact_model: u32,
     /// Time integrator.
     pub integrator: Integrator,
     /// Contact history slots per particle (block-wise stepping only).
@@ -152,9 +179,25 @@ impl SimSetup {
                 max: MAX_MATERIALS as u64,
             });
         }
+        let hertz = scene
+            .materials
+            .values()
+            .any(|m| m.model == ContactModel::Hertz);
+        if hertz && !scene.materials.contains_key(DEFAULT_MATERIAL) && uses_default(scene) {
+            return Err(SimError::Unsupported(
+                "this scene's materials are hertz: define [materials.default] with model = \"hertz\" too (the domain walls and anything without a material use it)",
+            ));
+        }
         let materials: Vec<Material> = material_names
             .iter()
-            .map(|n| scene.material(n).unwrap_or_default())
+            .map(|n| match scene.material(n) {
+                // An unused implicit default takes the scene's model.
+                Some(m) if hertz && !scene.materials.contains_key(n) => {
+                    scene.materials.values().next().cloned().unwrap_or(m)
+                }
+                Some(m) => m,
+                None => Material::default(),
+            })
             .collect();
         let index_of = |name: &str, what: &str| -> Result<u32, SimError> {
             material_names
@@ -358,9 +401,28 @@ impl SimSetup {
             2500.0 * 4.0 / 3.0 * std::f64::consts::PI * r * r * r
         };
         let kn_max = pairs.iter().map(|p| f64::from(p.kn)).fold(0.0, f64::max);
-        let contact_time = std::f64::consts::PI * (0.5 * min_mass / kn_max).sqrt();
+        // Hertz: the Rayleigh time of the smallest sphere of the softest
+        // material stands for the contact duration (LIGGGHTS' criterion).
+        let r_min = f64::from(if min_radius.is_finite() {
+            min_radius
+        } else {
+            scene.simulation.particle_radius
+        });
+        let contact_time = if hertz {
+            materials
+                .iter()
+                .map(|m| rayleigh_time(m, r_min))
+                .fold(f64::INFINITY, f64::min)
+        } else {
+            std::f64::consts::PI * (0.5 * min_mass / kn_max).sqrt()
+        };
+        let (auto_steps, min_steps) = if hertz {
+            (AUTO_STEPS_PER_RAYLEIGH, MIN_STEPS_PER_RAYLEIGH)
+        } else {
+            (AUTO_STEPS_PER_CONTACT, MIN_STEPS_PER_CONTACT)
+        };
         let dt = match scene.simulation.time_step {
-            TimeStep::Auto => contact_time / AUTO_STEPS_PER_CONTACT,
+            TimeStep::Auto => contact_time / auto_steps,
             TimeStep::Fixed(dt) => {
                 if !(dt.is_finite() && dt > 0.0) {
                     return Err(SimError::BadValue {
@@ -369,11 +431,19 @@ impl SimSetup {
                         expected: "must be positive".into(),
                     });
                 }
-                if contact_time / dt < MIN_STEPS_PER_CONTACT {
-                    tracing::warn!(
-                        "time step {dt:.3e} s gives {:.1} steps per contact (contact lasts {contact_time:.3e} s); below {MIN_STEPS_PER_CONTACT} contacts are inaccurate",
-                        contact_time / dt
-                    );
+                if contact_time / dt < min_steps {
+                    if hertz {
+                        tracing::warn!(
+                            "time step {dt:.3e} s is {:.0} % of the Rayleigh time ({contact_time:.3e} s); above {:.0} % Hertz contacts are inaccurate",
+                            100.0 * dt / contact_time,
+                            100.0 / min_steps
+                        );
+                    } else {
+                        tracing::warn!(
+                            "time step {dt:.3e} s gives {:.1} steps per contact (contact lasts {contact_time:.3e} s); below {MIN_STEPS_PER_CONTACT} contacts are inaccurate",
+                            contact_time / dt
+                        );
+                    }
                 }
                 dt
             }
@@ -398,6 +468,11 @@ impl SimSetup {
             gravity: scene.simulation.gravity,
             dt,
             contact_time,
+            contact_model: if hertz {
+                crate::stages::common::HERTZ
+            } else {
+                crate::stages::common::HOOKE
+            },
             integrator: scene.simulation.integrator,
             slots,
             slots_set: scene.simulation.contact_slots.is_some(),

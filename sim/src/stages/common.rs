@@ -45,9 +45,14 @@ pub struct Params {
     pub closed_faces: u32,
     /// Domain upper corner, metres.
     pub domain_max: [f32; 3],
-    /// Padding to 16 bytes.
-    pub pad2: u32,
+    /// Contact law of every material pair: [`HOOKE`] or [`HERTZ`].
+    pub contact_model: u32,
 }
+
+/// [`Params::contact_model`]: the linear spring-dashpot.
+pub const HOOKE: u32 = 0;
+/// [`Params::contact_model`]: Hertz-Mindlin.
+pub const HERTZ: u32 = 1;
 
 /// One body as the kernels read it (`Body` in `common.wgsl`), 160 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]

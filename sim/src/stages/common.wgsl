@@ -38,7 +38,8 @@ struct Params {
     hi_x: f32,
     hi_y: f32,
     hi_z: f32,
-    pad2: u32,
+    // Contact law: HOOKE or HERTZ (the Params.contact_model constants).
+    contact_model: u32,
 }
 
 // A rigid body (BodyGpu in body.rs).
@@ -76,6 +77,9 @@ struct ScanLen {
 const WG: u32 = 256u;
 const WALL_ID_BASE: u32 = 0xffffff00u;
 const FREE: u32 = 0xffffffffu;
+// Params.contact_model.
+const HOOKE: u32 = 0u;
+const HERTZ: u32 = 1u;
 const EXP_MASK: u32 = 0x7f800000u;
 const DYNAMIC: u32 = 0u;
 const STATIC: u32 = 1u;
@@ -255,20 +259,20 @@ struct ContactOut {
     xi: vec3<f32>,
 }
 
-fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, c: f32, kn: f32, kt: f32, mu: f32, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, c: f32, ct: f32, kn: f32, kt: f32, mu: f32, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
     let vn = dot(vr, n);
     let vc = vr - cross(wsum, n);
     let vt = vc - n * dot(vc, n);
     let fn_mag = kn * delta - c * vn;
     let xi_rot = xi_old - n * dot(xi_old, n);
     var xi = xi_rot + vt * dt_hist;
-    var ft = xi * (-kt) - vt * c;
+    var ft = xi * (-kt) - vt * ct;
     let ft_max = mu * abs(fn_mag);
     let ft2 = dot(ft, ft);
     if (ft2 > ft_max * ft_max) {
         ft = ft * (ft_max / sqrt(ft2));
         if (kt > 0.0) {
-            xi = (ft + vt * c) * (-1.0 / kt);
+            xi = (ft + vt * ct) * (-1.0 / kt);
         } else {
             xi = vec3<f32>(0.0);
         }
@@ -276,12 +280,43 @@ fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>
     return ContactOut(n * fn_mag + ft, ft, xi);
 }
 
-// contact_force_damped with the damping from the materials' pair `pa`, `pb`
-// (kn, kt, mu, 2 beta; absolute damping) and the effective mass (contact_force in forces.rs).
-fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+// The constants (kn, kt, mu, c) of a contact of the materials' pair `pa`,
+// `pb` (kn, kt, mu, damping factor; absolute damping) with effective radius
+// `r_eff` and mass `m_eff` (pair_constants in forces.rs). Hertz: kn and kt
+// are 4/3 E* and 8 G* times sqrt(r_eff), c = 2 sqrt(5/6) beta sqrt(3/2 kn m_eff).
+fn pair_constants_of(pa: vec4<f32>, pb: vec4<f32>, r_eff: f32, m_eff: f32) -> vec4<f32> {
+    if (params.contact_model == HERTZ) {
+        let sr = sqrt(r_eff);
+        let kn = pa.x * sr;
+        return vec4<f32>(kn, pa.y * sr, pa.z, pa.w * sqrt(1.5 * kn * m_eff));
+    }
     var c = pb.x;
     if (!(pb.x > 0.0)) {
         c = pa.w * sqrt(m_eff * pa.x);
     }
-    return contact_force_damped(n, delta, vr, wsum, c, pa.x, pa.y, pa.z, xi_old, dt_hist);
+    return vec4<f32>(pa.x, pa.y, pa.z, c);
+}
+
+// The contact with constants `k` (pair_constants_of) at overlap `delta`:
+// Hertz scales the stiffnesses by sqrt(delta) and the damping by
+// delta^(1/4), tangentially times sqrt(2/3 kt / kn) (contact_stiffness in forces.rs).
+fn contact_force_k(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, k: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+    if (params.contact_model == HERTZ) {
+        let s = sqrt(max(delta, 0.0));
+        let q = sqrt(s);
+        var kn0 = k.x;
+        if (!(kn0 > 0.0)) {
+            kn0 = 1.0;
+        }
+        let cn = k.w * q;
+        let ct = cn * sqrt(k.y * (2.0 / 3.0) / kn0);
+        return contact_force_damped(n, delta, vr, wsum, cn, ct, k.x * s, k.y * s, k.z, xi_old, dt_hist);
+    }
+    return contact_force_damped(n, delta, vr, wsum, k.w, k.w, k.x, k.y, k.z, xi_old, dt_hist);
+}
+
+// contact_force_k with the constants of the materials' pair `pa`, `pb`
+// (contact_force in forces.rs).
+fn contact_force(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, m_eff: f32, r_eff: f32, pa: vec4<f32>, pb: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
+    return contact_force_k(n, delta, vr, wsum, pair_constants_of(pa, pb, r_eff, m_eff), xi_old, dt_hist);
 }

@@ -1,8 +1,10 @@
 //! Stage `forces`, CPU twin of `forces.wgsl`: kernel `compute_forces` and
-//! the contact model it evaluates: a linear spring-dashpot
-//! normal force and a Coulomb-capped tangential spring with history
-//! (Cundall-Strack; LIGGGHTS `hooke/history`). `forces.wgsl` has the same
-//! functions with the same names; keep the two in step.
+//! the contact model it evaluates: a spring-dashpot normal force and a
+//! Coulomb-capped tangential spring with history (Cundall-Strack), linear
+//! (LIGGGHTS `hooke/history`) or Hertz-Mindlin (LIGGGHTS `hertz/history`:
+//! stiffness and damping grow with the overlap, [`contact_stiffness`]).
+//! `forces.wgsl` and `common.wgsl` have the same functions with the same
+//! names; keep them in step.
 //!
 //! For particle `i` touching `j` (`n` from `j` to `i`, overlap `delta`):
 //! - normal: `f_n = kn delta - c vn`, with `vn = (v_i - v_j) . n` and
@@ -21,7 +23,7 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
-use super::common::{Params, V3, add, cross, dot, scale, sub};
+use super::common::{HERTZ, Params, V3, add, cross, dot, scale, sub};
 use crate::cpu::{CpuSim, MIN_LEN};
 use crate::setup::{PairParams, WALL_ID_BASE, WallParams};
 use crate::{Counter, ForceKind, ForceMode, NeighbourSink, for_each_neighbour};
@@ -41,8 +43,55 @@ pub(crate) struct Acc {
     pub overflow: u32,
 }
 
+/// The constants `[kn, kt, mu, c]` of one contact, from its materials'
+/// `pair`, effective radius `r_eff` (m) and effective mass `m_eff` (kg): the
+/// pair lists keep them per pair. Hooke: the stiffnesses (N/m) and the
+/// damping coefficient `c = 2 beta sqrt(m_eff kn)` (or the absolute damping,
+/// N s/m). Hertz (`hertz`): `kn = 4/3 E* sqrt(R*)`, `kt = 8 G* sqrt(R*)`
+/// (N/m^1.5) and `c = 2 sqrt(5/6) |beta| sqrt(3/2 kn m_eff)`, which
+/// [`contact_stiffness`] scales by the overlap. `kernel pair_constants_of`
+/// in `common.wgsl` is the same arithmetic.
+#[inline(always)]
+pub(crate) fn pair_constants(pair: &PairParams, hertz: bool, r_eff: f32, m_eff: f32) -> [f32; 4] {
+    if hertz {
+        let sr = r_eff.sqrt();
+        let kn = pair.kn * sr;
+        [
+            kn,
+            pair.kt * sr,
+            pair.mu,
+            pair.damping_ratio2 * (1.5 * kn * m_eff).sqrt(),
+        ]
+    } else {
+        let c = if pair.damping_abs > 0.0 {
+            pair.damping_abs
+        } else {
+            pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
+        };
+        [pair.kn, pair.kt, pair.mu, c]
+    }
+}
+
+/// Normal and tangential stiffness (N/m) and damping (N s/m) of a contact
+/// with constants `k` ([`pair_constants`]) at overlap `delta` (m). Hooke:
+/// the constants. Hertz-Mindlin (LIGGGHTS `hertz`): `kn sqrt(delta)`,
+/// `kt sqrt(delta)`, `c delta^(1/4)` and, tangentially,
+/// `c delta^(1/4) sqrt(2/3 kt / kn)` (`gamma_t = gamma_n sqrt(St / Sn)`).
+#[inline(always)]
+pub(crate) fn contact_stiffness(k: [f32; 4], hertz: bool, delta: f32) -> (f32, f32, f32, f32) {
+    if hertz {
+        let s = if delta > 0.0 { delta } else { 0.0 }.sqrt();
+        let q = s.sqrt();
+        let ratio = k[1] * (2.0 / 3.0) / if k[0] > 0.0 { k[0] } else { 1.0 };
+        let cn = k[3] * q;
+        (k[0] * s, k[1] * s, cn, cn * ratio.sqrt())
+    } else {
+        (k[0], k[1], k[3], k[3])
+    }
+}
+
 /// Force on the particle, its tangential part and the new tangential spring,
-/// for one contact.
+/// for one contact with the materials' `pair`.
 /// `xi_old` is the stored spring (zero for a new contact).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -52,21 +101,19 @@ pub(crate) fn contact_force(
     vr: V3,
     wsum: V3,
     m_eff: f32,
+    r_eff: f32,
     pair: &PairParams,
+    hertz: bool,
     xi_old: V3,
     dt_hist: f32,
 ) -> (V3, V3, V3) {
-    let c = if pair.damping_abs > 0.0 {
-        pair.damping_abs
-    } else {
-        pair.damping_ratio2 * (m_eff * pair.kn).sqrt()
-    };
-    contact_force_damped(n, delta, vr, wsum, c, pair, xi_old, dt_hist)
+    let k = pair_constants(pair, hertz, r_eff, m_eff);
+    contact_force_damped(n, delta, vr, wsum, k, hertz, xi_old, dt_hist)
 }
 
-/// [`contact_force`] with the normal and tangential damping coefficient `c`
-/// (N s/m) already known (the pair-list engine computes it once per pair at
-/// a build): the same arithmetic, in the same order.
+/// [`contact_force`] with the contact's constants `k` already known (the
+/// pair lists compute them once per pair at a build): the same arithmetic,
+/// in the same order.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn contact_force_damped(
@@ -74,24 +121,26 @@ pub(crate) fn contact_force_damped(
     delta: f32,
     vr: V3,
     wsum: V3,
-    c: f32,
-    pair: &PairParams,
+    k: [f32; 4],
+    hertz: bool,
     xi_old: V3,
     dt_hist: f32,
 ) -> (V3, V3, V3) {
+    let (kn, kt, c, ct) = contact_stiffness(k, hertz, delta);
+    let mu = k[2];
     let vn = dot(vr, n);
     let vc = sub(vr, cross(wsum, n));
     let vt = sub(vc, scale(n, dot(vc, n)));
-    let fn_mag = pair.kn * delta - c * vn;
+    let fn_mag = kn * delta - c * vn;
     let xi_rot = sub(xi_old, scale(n, dot(xi_old, n)));
     let mut xi = add(xi_rot, scale(vt, dt_hist));
-    let mut ft = sub(scale(xi, -pair.kt), scale(vt, c));
-    let ft_max = pair.mu * fn_mag.abs();
+    let mut ft = sub(scale(xi, -kt), scale(vt, ct));
+    let ft_max = mu * fn_mag.abs();
     let ft2 = dot(ft, ft);
     if ft2 > ft_max * ft_max {
         ft = scale(ft, ft_max / ft2.sqrt());
-        xi = if pair.kt > 0.0 {
-            scale(add(ft, scale(vt, c)), -1.0 / pair.kt)
+        xi = if kt > 0.0 {
+            scale(add(ft, scale(vt, ct)), -1.0 / kt)
         } else {
             [0.0; 3]
         };
@@ -184,7 +233,20 @@ pub(crate) fn interact_pair(
     );
     let pair = &pairs[(mi[1] * params.material_count + mj[1]) as usize];
     let xi_old = find_history(old, mj[0]);
-    let (f, ft, xi) = contact_force(n, delta, vr, wsum, m_eff, pair, xi_old, mode.dt_hist);
+    let r_eff = pi[3] * pj[3] / rsum;
+    let hertz = params.contact_model == HERTZ;
+    let (f, ft, xi) = contact_force(
+        n,
+        delta,
+        vr,
+        wsum,
+        m_eff,
+        r_eff,
+        pair,
+        hertz,
+        xi_old,
+        mode.dt_hist,
+    );
     record(acc, f, pi[3], n, ft);
     acc.touching += 1;
     store_history(mode, hist, acc, mj[0], xi);
@@ -223,7 +285,9 @@ pub(crate) fn interact_wall(
         [vi[0], vi[1], vi[2]],
         wsum,
         1.0 / vi[3],
+        pi[3],
         pair,
+        params.contact_model == HERTZ,
         xi_old,
         mode.dt_hist,
     );

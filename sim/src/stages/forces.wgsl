@@ -72,7 +72,8 @@ fn interact_pair(i: u32, j: u32, pi: vec4<f32>, vi: vec4<f32>, wi: vec4<f32>, mi
     let wsum = wi.xyz * pi.w + wj.xyz * pj.w;
     let p = (mi.y * params.material_count + mj.y) * 2u;
     let xi_old = find_history(i, old_count, mj.x);
-    let out = contact_force(n, delta, vr, wsum, m_eff, pairs[p], pairs[p + 1u], xi_old, mode.dt_hist);
+    let r_eff = pi.w * pj.w / rsum;
+    let out = contact_force(n, delta, vr, wsum, m_eff, r_eff, pairs[p], pairs[p + 1u], xi_old, mode.dt_hist);
     (*acc).force = (*acc).force + out.f;
     (*acc).torque = (*acc).torque + cross(out.ft, n) * pi.w;
     (*acc).touching = (*acc).touching + 1u;
@@ -91,7 +92,7 @@ fn interact_wall(i: u32, w: u32, pi: vec4<f32>, vi: vec4<f32>, wi: vec4<f32>, ma
     let partner = WALL_ID_BASE + w;
     let p = (material * params.material_count + bitcast<u32>(wb.x)) * 2u;
     let xi_old = find_history(i, old_count, partner);
-    let out = contact_force(n, delta, vi.xyz, wi.xyz * pi.w, 1.0 / vi.w, pairs[p], pairs[p + 1u], xi_old, mode.dt_hist);
+    let out = contact_force(n, delta, vi.xyz, wi.xyz * pi.w, 1.0 / vi.w, pi.w, pairs[p], pairs[p + 1u], xi_old, mode.dt_hist);
     (*acc).force = (*acc).force + out.f;
     (*acc).torque = (*acc).torque + cross(out.ft, n) * pi.w;
     (*acc).wall_touching = (*acc).wall_touching + 1u;

@@ -13,10 +13,9 @@
 //! The counting sort between `clear_cells` and `commit_reorder` is the
 //! `sort` stage's ([`CpuSim::sort`]).
 
-use super::common::{V3, add, cross, dot, scale, sub};
-use super::forces::{contact_force, contact_force_damped};
+use super::common::{HERTZ, V3, add, cross, dot, scale, sub};
+use super::forces::{contact_force, contact_force_damped, pair_constants};
 use crate::cpu::CpuSim;
-use crate::setup::PairParams;
 use crate::{Counter, ForceKind, NeighbourSink, for_each_neighbour};
 use std::sync::atomic::Ordering;
 
@@ -234,12 +233,13 @@ impl CpuSim {
     fn pair_constants(&self, i: usize, j: usize) -> [f32; 4] {
         let s = &self.state;
         let pair = &self.pairs[(s.meta[i][1] * self.params.material_count + s.meta[j][1]) as usize];
-        let c = if pair.damping_abs > 0.0 {
-            pair.damping_abs
-        } else {
-            pair.damping_ratio2 * ((1.0 / (s.vel[i][3] + s.vel[j][3])) * pair.kn).sqrt()
-        };
-        [pair.kn, pair.kt, pair.mu, c]
+        let (ri, rj) = (s.pos[i][3], s.pos[j][3]);
+        pair_constants(
+            pair,
+            self.params.contact_model == HERTZ,
+            ri * rj / (ri + rj),
+            1.0 / (s.vel[i][3] + s.vel[j][3]),
+        )
     }
 
     /// Kernels `pair_count`, the two prefix sums, `pair_fill` and
@@ -328,20 +328,13 @@ impl CpuSim {
                     scale([wi[0], wi[1], wi[2]], pi[3]),
                     scale([wj[0], wj[1], wj[2]], pj[3]),
                 );
-                let k = list.pair_const[p];
-                let pair = PairParams {
-                    kn: k[0],
-                    kt: k[1],
-                    mu: k[2],
-                    ..PairParams::default()
-                };
                 let (f, ft, xi) = contact_force_damped(
                     n,
                     delta,
                     vr,
                     wsum,
-                    k[3],
-                    &pair,
+                    list.pair_const[p],
+                    params.contact_model == HERTZ,
                     [h[0], h[1], h[2]],
                     mode.dt_hist,
                 );
@@ -400,7 +393,9 @@ impl CpuSim {
                         first3(vi),
                         scale(first3(wi), pi[3]),
                         1.0 / vi[3],
+                        pi[3],
                         pair,
+                        params.contact_model == HERTZ,
                         first3(list.wall_hist[slot]),
                         mode.dt_hist,
                     );

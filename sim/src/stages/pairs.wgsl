@@ -248,7 +248,7 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
             pair_i[p] = i;
             pair_j[p] = j;
             pair_hist[p] = vec4<f32>(carried_spring(i, j), bitcast<f32>(pinfo[j].x));
-            pair_const[p] = pair_constants(mi.y, pinfo[j].y, inv_mass_i + vel[j].w);
+            pair_const[p] = pair_constants(mi.y, pinfo[j].y, inv_mass_i + vel[j].w, pi.w, pos[j].w);
         }
         (*walk).up = (*walk).up + 1u;
     } else {
@@ -267,17 +267,12 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
     }
 }
 
-// The contact constants of a pair of materials: kn, kt, mu and the
-// damping for the pair's effective mass (1 / inv_mass_sum).
-fn pair_constants(mat_i: u32, mat_j: u32, inv_mass_sum: f32) -> vec4<f32> {
+// The contact constants of a pair of materials (pair_constants_of): kn,
+// kt, mu and the damping for the pair's effective mass (1 / inv_mass_sum)
+// and radius (radii r_i, r_j).
+fn pair_constants(mat_i: u32, mat_j: u32, inv_mass_sum: f32, r_i: f32, r_j: f32) -> vec4<f32> {
     let k = (mat_i * params.material_count + mat_j) * 2u;
-    let pa = pairs[k];
-    let pb = pairs[k + 1u];
-    var c = pb.x;
-    if (!(pb.x > 0.0)) {
-        c = pa.w * sqrt((1.0 / inv_mass_sum) * pa.x);
-    }
-    return vec4<f32>(pa.x, pa.y, pa.z, c);
+    return pair_constants_of(pairs[k], pairs[k + 1u], r_i * r_j / (r_i + r_j), 1.0 / inv_mass_sum);
 }
 
 // Every listed partner of i in the 27 cells around it, in a fixed order
@@ -422,7 +417,7 @@ fn pair_force_of(p: u32) -> bool {
     let vr = vi.xyz - vj.xyz;
     let wsum = wi.xyz * pi.w + wj.xyz * pj.w;
     let k = pair_const[p];
-    let out = contact_force_damped(n, delta, vr, wsum, k.w, k.x, k.y, k.z, h.xyz, mode.dt_hist);
+    let out = contact_force_k(n, delta, vr, wsum, k, h.xyz, mode.dt_hist);
     pair_force[p] = vec4<f32>(out.f, 0.0);
     pair_torque[p] = vec4<f32>(cross(out.ft, n), 0.0);
     if (mode.commit != 0u) {
@@ -503,7 +498,7 @@ fn sum_particle(i: u32, then: u32) {
         let delta = pi.w - (dot(wa.xyz, pi.xyz) - wa.w);
         if (vi.w > 0.0 && time < wb.y && delta > 0.0) {
             let k = (material * params.material_count + bitcast<u32>(wb.x)) * 2u;
-            let out = contact_force(wa.xyz, delta, vi.xyz, wi.xyz * pi.w, 1.0 / vi.w, pairs[k], pairs[k + 1u], wall_hist[slot].xyz, mode.dt_hist);
+            let out = contact_force(wa.xyz, delta, vi.xyz, wi.xyz * pi.w, 1.0 / vi.w, pi.w, pairs[k], pairs[k + 1u], wall_hist[slot].xyz, mode.dt_hist);
             f = f + out.f;
             t = t + cross(out.ft, wa.xyz) * pi.w;
             xi = out.xi;
