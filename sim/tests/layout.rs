@@ -43,6 +43,10 @@ fn params_members() -> Vec<(&'static str, usize)> {
         ("hi_y", offset_of!(Params, domain_max) + f),
         ("hi_z", offset_of!(Params, domain_max) + 2 * f),
         ("contact_model", offset_of!(Params, contact_model)),
+        ("rolling_model", offset_of!(Params, rolling_model)),
+        ("pad3_0", offset_of!(Params, pad3)),
+        ("pad3_1", offset_of!(Params, pad3) + f),
+        ("pad3_2", offset_of!(Params, pad3) + 2 * f),
     ]
 }
 

@@ -17,6 +17,8 @@ pub struct ParticleInit {
     pub position: [f32; 3],
     /// Initial velocity, m/s.
     pub velocity: [f32; 3],
+    /// Initial angular velocity, rad/s (from a saved state; zero otherwise).
+    pub angular_velocity: [f32; 3],
     /// Radius, metres.
     pub radius: f32,
     /// Index of the `[[particles]]` entry it came from (gives its material).
@@ -123,6 +125,7 @@ fn generate_block(
                 out.push(ParticleInit {
                     position,
                     velocity,
+                    angular_velocity: [0.0; 3],
                     radius: r,
                     source,
                 });
@@ -202,6 +205,7 @@ pub fn load_particle_file(
             .map(|i| ParticleInit {
                 position: state.positions[i],
                 velocity: state.velocities[i],
+                angular_velocity: state.angular_velocities.get(i).copied().unwrap_or([0.0; 3]),
                 radius: state.radii[i],
                 source,
             })
@@ -292,6 +296,7 @@ fn parse_csv(
         out.push(ParticleInit {
             position: [numbers[0], numbers[1], numbers[2]],
             velocity,
+            angular_velocity: [0.0; 3],
             radius: r,
             source,
         });

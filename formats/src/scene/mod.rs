@@ -149,6 +149,20 @@ pub enum ContactModel {
     Hertz,
 }
 
+/// The rolling resistance law of a material (`rolling_model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RollingModel {
+    /// Elastic-plastic spring: a rolling torque spring of stiffness
+    /// `kt R*^2`, capped at `rolling_friction |F_n| R*` (LIGGGHTS
+    /// `rolling_friction epsd2`). The default.
+    #[default]
+    Epsd2,
+    /// Constant directional torque `rolling_friction kn delta R*` against
+    /// the relative rolling (LIGGGHTS `rolling_friction cdt`).
+    Cdt,
+}
+
 /// A contact material (`[materials.NAME]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -176,6 +190,17 @@ pub struct Material {
     pub friction: f32,
     /// Tangential over normal stiffness. Default 2/7 (as LIGGGHTS hooke/history).
     pub tangential_stiffness_ratio: f32,
+    /// Coefficient of rolling friction (dimensionless, LIGGGHTS
+    /// `coefficientRollingFriction`). Default 0: no rolling resistance.
+    pub rolling_friction: f32,
+    /// Rolling resistance law. Default `epsd2`; every material of a scene
+    /// uses the same.
+    #[serde(skip_serializing_if = "is_epsd2")]
+    pub rolling_model: RollingModel,
+}
+
+fn is_epsd2(m: &RollingModel) -> bool {
+    *m == RollingModel::Epsd2
 }
 
 impl Default for Material {
@@ -190,6 +215,8 @@ impl Default for Material {
             damping: None,
             friction: 0.5,
             tangential_stiffness_ratio: 2.0 / 7.0,
+            rolling_friction: 0.0,
+            rolling_model: RollingModel::Epsd2,
         }
     }
 }

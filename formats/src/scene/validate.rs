@@ -74,8 +74,23 @@ impl Scene {
                 ),
             ));
         }
+        let mut rolling = self
+            .materials
+            .iter()
+            .map(|(name, m)| (name, m.rolling_model));
+        if let Some((first, model)) = rolling.next()
+            && let Some((other, _)) = rolling.find(|(_, m)| *m != model)
+        {
+            return Err(ValidationError::new(
+                format!("materials.{other}.rolling_model"),
+                format_args!(
+                    "differs from materials.{first}.rolling_model: every material of a scene uses the same rolling model"
+                ),
+            ));
+        }
         for (name, m) in &self.materials {
             let f = |field: &str| format!("materials.{name}.{field}");
+            validate::non_negative(&f("rolling_friction"), m.rolling_friction.into())?;
             validate::positive(&f("density"), m.density.into())?;
             validate::positive(&f("stiffness"), m.stiffness.into())?;
             match m.model {

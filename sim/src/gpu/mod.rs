@@ -182,6 +182,11 @@ impl GpuSim {
         shaders: &SimShaders,
         listing: Listing,
     ) -> Result<Self, SimError> {
+        if setup.rolling_model != crate::stages::common::ROLL_NONE {
+            return Err(SimError::Unsupported(
+                "rolling friction runs on the CPU backend for now: add --backend cpu",
+            ));
+        }
         let stages = shaders.compile()?;
         let list_setup;
         let setup = match listing {

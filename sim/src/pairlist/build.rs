@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::{MIN_LEN, PairListSim};
 use crate::setup::{FREE, SimSetup};
-use crate::stages::common::HERTZ;
+use crate::stages::common::{HERTZ, ROLL_EPSD2, ROLL_NONE};
 use crate::stages::forces::pair_constants;
 
 /// Cell coordinates are clamped to `1..=COORD_MAX` (21 bits each, so that
@@ -55,6 +55,14 @@ pub struct NeighbourList {
     /// Tangential spring of each pair as the first particle sees it, m
     /// (zero while the pair does not touch), one array per axis.
     pub spring: [Vec<f32>; 3],
+    /// Stored rolling torque of each pair as the first particle gives it
+    /// (N m; `epsd2` rolling resistance, else empty), one array per axis.
+    pub roll: [Vec<f32>; 3],
+    /// The rolling friction of every pair, when all have the same (then
+    /// `mu_roll` is empty); `None` without rolling resistance.
+    pub uniform_mu_roll: Option<f32>,
+    /// Rolling friction per pair (rolling resistance with several values).
+    pub mu_roll: Vec<f32>,
     /// First particle of each slab, and `n` at the end.
     pub slab_start: Vec<u32>,
     /// First particle of each occupied layer of cells along the major axis,
@@ -77,6 +85,10 @@ pub struct WallList {
     pub constants: Vec<[f32; 4]>,
     /// Tangential spring, m (zero while not touching).
     pub spring: Vec<[f32; 3]>,
+    /// Stored rolling torque, N m (`epsd2`, else empty).
+    pub roll: Vec<[f32; 3]>,
+    /// Rolling friction with that wall (rolling resistance, else empty).
+    pub mu_roll: Vec<f32>,
 }
 
 impl NeighbourList {
@@ -133,8 +145,9 @@ fn key(c: [i64; 3]) -> u64 {
     ((c[0] as u64) << 42) | ((c[1] as u64) << 21) | c[2] as u64
 }
 
-/// One pair at the build: `(i, j, material pair, constants, spring)`.
-type ListedPair = (u32, u32, u32, [f32; 4], [f32; 3]);
+/// One pair at the build: `(i, j, material pair, constants, spring,
+/// stored rolling torque)`.
+type ListedPair = (u32, u32, u32, [f32; 4], [f32; 3], [f32; 3]);
 
 /// Springs of the old list, grouped by the lower persistent id of each
 /// pair: `(higher id, spring as the lower id sees it)`.
@@ -216,6 +229,26 @@ impl PairListSim {
             }
         }
         let carried = CarriedSprings::new(n, springs);
+        let roll_model = self.params.rolling_model;
+        let keep_roll = roll_model == ROLL_EPSD2;
+        let mut rolls = Vec::new();
+        if keep_roll && !self.list.roll[0].is_empty() {
+            for i in 0..self.list.row.len().saturating_sub(1) {
+                for k in self.list.row[i] as usize..self.list.row[i + 1] as usize {
+                    let r = &self.list.roll;
+                    let m = [r[0][k], r[1][k], r[2][k]];
+                    if nonzero(&m) {
+                        let (a, b) = (old_ids[i], old_ids[self.list.partner[k] as usize]);
+                        rolls.push(if a < b {
+                            (a, b, m)
+                        } else {
+                            (b, a, m.map(|x| -x))
+                        });
+                    }
+                }
+            }
+        }
+        let carried_rolls = CarriedSprings::new(n, rolls);
         let mut wall_springs = Vec::new();
         for i in 0..self.wall_list.row.len().saturating_sub(1) {
             for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
@@ -226,6 +259,15 @@ impl PairListSim {
             }
         }
         let carried_walls = CarriedSprings::new(n, wall_springs);
+        let mut wall_rolls = Vec::new();
+        for i in 0..self.wall_list.row.len().saturating_sub(1) {
+            for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
+                if let Some(m) = self.wall_list.roll.get(k).filter(|m| nonzero(m)) {
+                    wall_rolls.push((old_ids[i], self.wall_list.wall[k], *m));
+                }
+            }
+        }
+        let carried_wall_rolls = CarriedSprings::new(n, wall_rolls);
 
         // Sort by cell (major axis first), then by id: the order depends on
         // the positions only.
@@ -350,7 +392,12 @@ impl PairListSim {
                                 let r_eff = pi[3] * pj[3] / (pi[3] + pj[3]);
                                 let k = pair_constants(pair, hertz, r_eff, m_eff);
                                 let spring = carried.between(mi[0], mj[0]);
-                                out.push((i as u32, j as u32, pp, k, spring));
+                                let roll = if keep_roll {
+                                    carried_rolls.between(mi[0], mj[0])
+                                } else {
+                                    [0.0; 3]
+                                };
+                                out.push((i as u32, j as u32, pp, k, spring, roll));
                             }
                         }
                     }
@@ -371,6 +418,24 @@ impl PairListSim {
         list.damping.clear();
         list.sign.clear();
         list.spring.iter_mut().for_each(Vec::clear);
+        list.roll.iter_mut().for_each(Vec::clear);
+        list.mu_roll.clear();
+        // Rolling friction depends on the materials only.
+        let first_mr = rows
+            .iter()
+            .flatten()
+            .next()
+            .map(|r| table[r.2 as usize].mu_roll);
+        list.uniform_mu_roll = if roll_model == ROLL_NONE {
+            None
+        } else {
+            first_mr.filter(|&m| {
+                rows.iter()
+                    .flatten()
+                    .all(|r| table[r.2 as usize].mu_roll.to_bits() == m.to_bits())
+            })
+        };
+        let per_pair_mu_roll = roll_model != ROLL_NONE && list.uniform_mu_roll.is_none();
         list.partner.reserve(total);
         // Constants every pair shares (one pair of materials; with Hertz,
         // one radius too) are kept once.
@@ -384,7 +449,15 @@ impl PairListSim {
                 .all(|r| r.3[3].to_bits() == c.to_bits())
         });
         list.uniform_damping = uniform_damping;
-        for (i, j, pp, k, spring) in rows.into_iter().flatten() {
+        for (i, j, pp, k, spring, roll) in rows.into_iter().flatten() {
+            if keep_roll {
+                for (a, m) in roll.iter().enumerate() {
+                    list.roll[a].push(*m);
+                }
+            }
+            if per_pair_mu_roll {
+                list.mu_roll.push(table[pp as usize].mu_roll);
+            }
             list.row[i as usize + 1] += 1;
             list.owner.push(i);
             list.partner.push(j);
@@ -422,6 +495,8 @@ impl PairListSim {
         wl.wall.clear();
         wl.constants.clear();
         wl.spring.clear();
+        wl.roll.clear();
+        wl.mu_roll.clear();
         for i in 0..n {
             let (p, v, mi) = (pos[i], vel[i], meta[i]);
             if v[3] > 0.0 {
@@ -436,6 +511,13 @@ impl PairListSim {
                             .push(pair_constants(pair, hertz, p[3], 1.0 / v[3]));
                         wl.spring
                             .push(carried_walls.find(mi[0], w as u32).unwrap_or([0.0; 3]));
+                        if keep_roll {
+                            wl.roll
+                                .push(carried_wall_rolls.find(mi[0], w as u32).unwrap_or([0.0; 3]));
+                        }
+                        if roll_model != ROLL_NONE {
+                            wl.mu_roll.push(pair.mu_roll);
+                        }
                     }
                 }
             }

@@ -14,6 +14,7 @@
 #![allow(unsafe_code)]
 
 use super::lanes::{self, LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
+use crate::stages::common::{ROLL_CDT, ROLL_EPSD2, ROLL_NONE};
 
 /// The widest instructions the engine may use: what the CPU reports,
 /// lowered by `PELLET_SIMD=avx2` or `PELLET_SIMD=portable` in the
@@ -61,45 +62,52 @@ pub fn simd_level() -> &'static str {
 }
 
 /// [`lanes::pair_forces`] with the widest instructions this CPU has
-/// (`hertz`: the Hertz-Mindlin lanes).
+/// (`hertz`: the Hertz-Mindlin lanes; `roll`: the rolling resistance,
+/// `ROLL_NONE`, `ROLL_EPSD2` or `ROLL_CDT`).
 #[inline]
-pub fn pair_forces(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
+pub fn pair_forces(b: &PairLanes, dt_hist: f32, hertz: bool, roll: u32, out: &mut PairResults) {
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx512() {
             // SAFETY: the CPU reports AVX-512F, the only feature `avx512` is
             // compiled for; the call passes plain references.
-            unsafe { avx512(b, dt_hist, hertz, out) };
+            unsafe { avx512(b, dt_hist, hertz, roll, out) };
             return;
         }
         if has_avx2() {
             // SAFETY: the CPU reports AVX2, the only feature `avx2` is
             // compiled for; the call passes plain references.
-            unsafe { avx2(b, dt_hist, hertz, out) };
+            unsafe { avx2(b, dt_hist, hertz, roll, out) };
             return;
         }
     }
-    pair_forces_portable(b, dt_hist, hertz, out);
+    pair_forces_portable(b, dt_hist, hertz, roll, out);
+}
+
+/// [`lanes::pair_forces`] for the model chosen at run time (inlined into
+/// each instruction set's function).
+#[inline(always)]
+fn lanes_for(b: &PairLanes, dt_hist: f32, hertz: bool, roll: u32, out: &mut PairResults) {
+    match (hertz, roll) {
+        (false, ROLL_NONE) => lanes::pair_forces::<false, ROLL_NONE>(b, dt_hist, out),
+        (false, ROLL_EPSD2) => lanes::pair_forces::<false, ROLL_EPSD2>(b, dt_hist, out),
+        (false, _) => lanes::pair_forces::<false, ROLL_CDT>(b, dt_hist, out),
+        (true, ROLL_NONE) => lanes::pair_forces::<true, ROLL_NONE>(b, dt_hist, out),
+        (true, ROLL_EPSD2) => lanes::pair_forces::<true, ROLL_EPSD2>(b, dt_hist, out),
+        (true, _) => lanes::pair_forces::<true, ROLL_CDT>(b, dt_hist, out),
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn avx512(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
-    if hertz {
-        lanes::pair_forces::<true>(b, dt_hist, out);
-    } else {
-        lanes::pair_forces::<false>(b, dt_hist, out);
-    }
+fn avx512(b: &PairLanes, dt_hist: f32, hertz: bool, roll: u32, out: &mut PairResults) {
+    lanes_for(b, dt_hist, hertz, roll, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn avx2(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
-    if hertz {
-        lanes::pair_forces::<true>(b, dt_hist, out);
-    } else {
-        lanes::pair_forces::<false>(b, dt_hist, out);
-    }
+fn avx2(b: &PairLanes, dt_hist: f32, hertz: bool, roll: u32, out: &mut PairResults) {
+    lanes_for(b, dt_hist, hertz, roll, out);
 }
 
 /// Fills a batch's lanes from `src` at `idx`: AVX-512 or AVX2 gathers
@@ -118,11 +126,13 @@ pub fn fill_lanes(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
             // SAFETY: the CPU reports AVX-512F, the feature `gather512` is
             // compiled for; it checks its indices itself.
             unsafe { gather512(src, idx, b, true) };
+            lanes::fill_roll(src, idx, b);
             return;
         }
         if has_avx2() {
             // SAFETY: as above, for AVX2 and `gather256`.
             unsafe { gather256(src, idx, b) };
+            lanes::fill_roll(src, idx, b);
             return;
         }
     }
@@ -170,7 +180,7 @@ pub fn prefilter_block(
     src: &ListedBlock<'_>,
     k: usize,
     end: usize,
-    springs: &mut [&mut [f32]; 3],
+    springs: &mut [&mut [f32]],
     commit: bool,
     pending: &mut Pending,
 ) {
@@ -264,7 +274,7 @@ unsafe fn prefilter512(
     src: &ListedBlock<'_>,
     k: usize,
     end: usize,
-    springs: &mut [&mut [f32]; 3],
+    springs: &mut [&mut [f32]],
     commit: bool,
     pending: &mut Pending,
 ) {
@@ -343,6 +353,7 @@ pub fn fill_lanes_but_positions(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut 
         if has_avx512() {
             // SAFETY: as in `fill_lanes`.
             unsafe { gather512(src, idx, b, false) };
+            lanes::fill_roll(src, idx, b);
             return;
         }
     }
@@ -538,12 +549,14 @@ unsafe fn gather256(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
 
 /// The portable build (`PELLET_SIMD=portable`, CPUs without AVX2, and the
 /// tests that compare it with the wide ones).
-pub fn pair_forces_portable(b: &PairLanes, dt_hist: f32, hertz: bool, out: &mut PairResults) {
-    if hertz {
-        lanes::pair_forces::<true>(b, dt_hist, out);
-    } else {
-        lanes::pair_forces::<false>(b, dt_hist, out);
-    }
+pub fn pair_forces_portable(
+    b: &PairLanes,
+    dt_hist: f32,
+    hertz: bool,
+    roll: u32,
+    out: &mut PairResults,
+) {
+    lanes_for(b, dt_hist, hertz, roll, out);
 }
 
 #[cfg(test)]
@@ -588,6 +601,9 @@ mod tests {
             mu: &spring[1],
             damping: &spring[2],
             sign: &per_pair,
+            roll: [&[], &[], &[]],
+            uniform_mu_roll: None,
+            mu_roll: &[],
         };
         for round in 0..50u32 {
             let mut idx = LaneIndex::default();
@@ -735,6 +751,9 @@ mod tests {
             mu: &per_pair,
             damping: &per_pair,
             sign: &per_pair,
+            roll: [&[], &[], &[]],
+            uniform_mu_roll: None,
+            mu_roll: &[],
         };
         let mut idx = LaneIndex::default();
         idx.j[5] = 10;
@@ -779,13 +798,22 @@ mod tests {
                 b.sign[l] = if l % 2 == 0 { 1.0 } else { -1.0 };
             }
             let hertz = round % 2 == 1;
+            let roll = (round / 2) % 3;
+            for l in 0..LANES {
+                b.mu_r[l] = rnd(0.0, 0.5);
+                for a in 0..3 {
+                    b.roll[a][l] = rnd(-1e-4, 1e-4);
+                }
+            }
             let (mut wide, mut portable) = (PairResults::default(), PairResults::default());
-            pair_forces(&b, 1e-5, hertz, &mut wide);
-            pair_forces_portable(&b, 1e-5, hertz, &mut portable);
+            pair_forces(&b, 1e-5, hertz, roll, &mut wide);
+            pair_forces_portable(&b, 1e-5, hertz, roll, &mut portable);
             let bits = |r: &PairResults| -> Vec<u32> {
                 r.f.iter()
                     .chain(&r.tn)
                     .chain(&r.xi)
+                    .chain(&r.m)
+                    .chain(&r.roll)
                     .flat_map(|v| v.map(f32::to_bits))
                     .collect()
             };

@@ -11,9 +11,9 @@ use super::integrate::{Found, VerletUpdate};
 use super::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
 use super::{MIN_LEN, PairListSim};
 use crate::setup::WallParams;
-use crate::stages::common::HERTZ;
-use crate::stages::common::{V3, add, cross, dot, scale};
-use crate::stages::forces::contact_force_damped;
+use crate::stages::common::{HERTZ, ROLL_NONE};
+use crate::stages::common::{V3, add, cross, dot, scale, sub};
+use crate::stages::forces::{contact_force_full, rolling_torque};
 use crate::{Counter, ForceKind, ForceMode};
 
 /// `v` cut into the disjoint, ascending index ranges `ranges`.
@@ -51,6 +51,10 @@ struct PairInputs<'a> {
     mode: ForceMode,
     /// Hertz-Mindlin contacts.
     hertz: bool,
+    /// Rolling resistance (`ROLL_*`).
+    roll: u32,
+    uniform_mu_roll: Option<f32>,
+    mu_roll: &'a [f32],
 }
 
 impl PairInputs<'_> {
@@ -89,6 +93,9 @@ impl PairInputs<'_> {
                     if mode.commit {
                         for a in 0..3 {
                             c.spring[a][local] = 0.0;
+                        }
+                        for r in c.roll.iter_mut().filter(|r| !r.is_empty()) {
+                            r[local] = 0.0;
                         }
                     }
                     continue;
@@ -132,12 +139,18 @@ impl PairInputs<'_> {
                     k0,
                 };
                 let [sx, sy, sz] = &mut c.spring;
-                let mut springs = [&mut **sx, &mut **sy, &mut **sz];
+                let [rx, ry, rz] = &mut c.roll;
+                // The springs, and the stored rolling torques when kept:
+                // cleared for the listed pairs that do not touch.
+                let mut springs = [
+                    &mut **sx, &mut **sy, &mut **sz, &mut **rx, &mut **ry, &mut **rz,
+                ];
+                let arrays = if springs[3].is_empty() { 3 } else { 6 };
                 dispatch::prefilter_block(
                     &listed,
                     k,
                     stop,
-                    &mut springs,
+                    &mut springs[..arrays],
                     self.mode.commit,
                     &mut pending,
                 );
@@ -162,7 +175,30 @@ impl PairInputs<'_> {
     /// order (so the same bits) as through memory; its partners are all
     /// later particles, never the owner. `positions`: gather the positions
     /// too (false when the wide prefilter put them in the lanes).
+    #[inline]
     fn flush(
+        &self,
+        batch: &mut PairLanes,
+        idx: &LaneIndex,
+        used: usize,
+        out: &mut PairResults,
+        c: &mut Chunk<'_>,
+        positions: bool,
+    ) -> u32 {
+        // The rolling torques only where a scene has rolling resistance:
+        // the scatter loop of the others stays as it was.
+        if self.roll == ROLL_NONE {
+            self.flush_with::<false>(batch, idx, used, out, c, positions)
+        } else {
+            self.flush_with::<true>(batch, idx, used, out, c, positions)
+        }
+    }
+
+    /// [`PairInputs::flush`], with (`ROLL`) or without rolling torques (a
+    /// function of its own, as the scatter was before rolling resistance:
+    /// inlined into the slab loops it measured slower).
+    #[inline(never)]
+    fn flush_with<const ROLL: bool>(
         &self,
         batch: &mut PairLanes,
         idx: &LaneIndex,
@@ -184,13 +220,18 @@ impl PairInputs<'_> {
             mu: self.mu,
             damping: self.damping,
             sign: self.sign,
+            roll: [&c.roll[0][..], &c.roll[1][..], &c.roll[2][..]],
+            uniform_mu_roll: self.uniform_mu_roll,
+            mu_roll: self.mu_roll,
         };
         if positions {
             dispatch::fill_lanes(&src, idx, batch);
         } else {
             dispatch::fill_lanes_but_positions(&src, idx, batch);
         }
-        dispatch::pair_forces(batch, mode.dt_hist, self.hertz, out);
+        dispatch::pair_forces(batch, mode.dt_hist, self.hertz, self.roll, out);
+        let roll = ROLL;
+        let keep_roll = ROLL && !c.roll[0].is_empty();
         let mut touching = 0;
         let mut owner = usize::MAX;
         let (mut fi, mut ti) = ([0.0f32; 4], [0.0f32; 4]);
@@ -200,6 +241,11 @@ impl PairInputs<'_> {
                 if mode.commit {
                     for a in 0..3 {
                         c.spring[a][k] = out.xi[a][l];
+                    }
+                    if keep_roll {
+                        for a in 0..3 {
+                            c.roll[a][k] = 0.0;
+                        }
                     }
                 }
                 continue;
@@ -223,10 +269,21 @@ impl PairInputs<'_> {
                 fj[a] -= out.f[a][l];
                 tj[a] += out.tn[a][l] * rj;
             }
+            if roll {
+                for a in 0..3 {
+                    ti[a] -= out.m[a][l];
+                    tj[a] += out.m[a][l];
+                }
+            }
             touching += 1;
             if mode.commit {
                 for a in 0..3 {
                     c.spring[a][k] = out.xi[a][l];
+                }
+                if keep_roll {
+                    for a in 0..3 {
+                        c.roll[a][k] = out.roll[a][l];
+                    }
                 }
             }
         }
@@ -238,13 +295,18 @@ impl PairInputs<'_> {
     }
 }
 
-/// One particle's walls: every wall, the ones it lists, their constants and springs.
-type ParticleWalls<'a> = (
-    &'a [WallParams],
-    &'a [u32],
-    &'a [[f32; 4]],
-    &'a mut [[f32; 3]],
-);
+/// One particle's walls: every wall, the ones it lists, their constants,
+/// springs and rolling history.
+struct ParticleWalls<'a> {
+    params: &'a [WallParams],
+    wall_of: &'a [u32],
+    constants: &'a [[f32; 4]],
+    /// Rolling friction with each (empty without rolling resistance).
+    mu_roll: &'a [f32],
+    springs: &'a mut [[f32; 3]],
+    /// Stored rolling torques (empty without `epsd2`).
+    roll: &'a mut [[f32; 3]],
+}
 
 /// Gravity and the wall contacts of one particle: its force and torque
 /// before the pairs are added.
@@ -258,12 +320,20 @@ fn particle_start(
     time: f32,
     walls: ParticleWalls<'_>,
     hertz: bool,
+    roll_model: u32,
     mode: ForceMode,
 ) -> ([f32; 4], [f32; 4], u32) {
     let m_i = if v[3] > 0.0 { 1.0 / v[3] } else { 0.0 };
     let mut f = scale(gravity, m_i);
     let mut t = [0.0f32; 3];
-    let (wall_params, wall_of, constants, springs) = walls;
+    let ParticleWalls {
+        params: wall_params,
+        wall_of,
+        constants,
+        mu_roll,
+        springs,
+        roll,
+    } = walls;
     let mut touching = 0;
     for (k, spring) in springs.iter_mut().enumerate() {
         let wall = &wall_params[wall_of[k] as usize];
@@ -277,10 +347,13 @@ fn particle_start(
             if mode.commit && *spring != [0.0; 3] {
                 *spring = [0.0; 3];
             }
+            if mode.commit && !roll.is_empty() {
+                roll[k] = [0.0; 3];
+            }
             continue;
         }
         let wsum = scale(xyz(w), p[3]);
-        let (force, ft, xi) = contact_force_damped(
+        let c = contact_force_full(
             n,
             delta,
             xyz(v),
@@ -291,10 +364,30 @@ fn particle_start(
             mode.dt_hist,
         );
         if mode.commit {
-            *spring = xi;
+            *spring = c.xi;
         }
-        f = add(f, force);
-        t = add(t, scale(cross(ft, n), p[3]));
+        f = add(f, c.force);
+        t = add(t, scale(cross(c.ft, n), p[3]));
+        if roll_model != ROLL_NONE {
+            // The wall does not spin: the particle's spin is the relative one.
+            let stored = roll.get(k).copied().unwrap_or([0.0; 3]);
+            let (m, new) = rolling_torque(
+                roll_model,
+                n,
+                xyz(w),
+                c.kt,
+                c.kn_delta,
+                c.fn_mag,
+                p[3],
+                mu_roll[k],
+                stored,
+                mode.dt_hist,
+            );
+            t = sub(t, m);
+            if mode.commit && !roll.is_empty() {
+                roll[k] = new;
+            }
+        }
         touching += 1;
     }
     ([f[0], f[1], f[2], 0.0], [t[0], t[1], t[2], 0.0], touching)
@@ -312,8 +405,13 @@ struct Chunk<'a> {
     torque: &'a mut [[f32; 4]],
     /// Springs (per axis) of the rows of the chunk's first slab.
     spring: [&'a mut [f32]; 3],
+    /// Stored rolling torques (per axis) of those rows (empty without
+    /// `epsd2` rolling resistance).
+    roll: [&'a mut [f32]; 3],
     /// Wall springs of all the chunk's particles (even phase).
     wall_spring: &'a mut [[f32; 3]],
+    /// Their stored rolling torques (empty without `epsd2`).
+    wall_roll: &'a mut [[f32; 3]],
 }
 
 /// The chunks of `ranges` (ascending, disjoint particle ranges), each
@@ -327,14 +425,37 @@ struct Particles<'a> {
     torque: &'a mut [[f32; 4]],
 }
 
+/// Per-pair and per-wall-contact history a phase splits with the chunks.
+struct History<'a> {
+    spring: &'a mut [Vec<f32>; 3],
+    roll: &'a mut [Vec<f32>; 3],
+    wall_spring: &'a mut [[f32; 3]],
+    wall_roll: &'a mut [[f32; 3]],
+}
+
+/// `v` cut as [`split_ranges`] does, or into empty slices when `v` is empty
+/// (history that is not kept).
+fn split_or_empty<'a, T>(v: &'a mut [T], ranges: &[(usize, usize)]) -> Vec<&'a mut [T]> {
+    if v.is_empty() {
+        ranges.iter().map(|_| <&mut [T]>::default()).collect()
+    } else {
+        split_ranges(v, ranges)
+    }
+}
+
 fn chunks<'a>(
     s: Particles<'a>,
-    spring: &'a mut [Vec<f32>; 3],
-    wall_spring: &'a mut [[f32; 3]],
+    history: History<'a>,
     ranges: &[(usize, usize)],
     pair_ranges: &[(usize, usize)],
     wall_ranges: &[(usize, usize)],
 ) -> Vec<Chunk<'a>> {
+    let History {
+        spring,
+        roll,
+        wall_spring,
+        wall_roll,
+    } = history;
     let mut pos = split_ranges(s.pos, ranges).into_iter();
     let mut vel = split_ranges(s.vel, ranges).into_iter();
     let mut angvel = split_ranges(s.angvel, ranges).into_iter();
@@ -346,7 +467,14 @@ fn chunks<'a>(
         .zip(split_ranges(sy, pair_ranges))
         .zip(split_ranges(sz, pair_ranges))
         .map(|((x, y), z)| [x, y, z]);
+    let [rx, ry, rz] = roll;
+    let mut rolls = split_or_empty(rx, pair_ranges)
+        .into_iter()
+        .zip(split_or_empty(ry, pair_ranges))
+        .zip(split_or_empty(rz, pair_ranges))
+        .map(|((x, y), z)| [x, y, z]);
     let mut walls = split_ranges(wall_spring, wall_ranges).into_iter();
+    let mut wall_rolls = split_or_empty(wall_roll, wall_ranges).into_iter();
     ranges
         .iter()
         .filter_map(|&(base, _)| {
@@ -358,7 +486,9 @@ fn chunks<'a>(
                 force: force.next()?,
                 torque: torque.next()?,
                 spring: springs.next()?,
+                roll: rolls.next()?,
                 wall_spring: walls.next()?,
+                wall_roll: wall_rolls.next()?,
             })
         })
         .collect()
@@ -370,10 +500,12 @@ struct ParticleStart<'a> {
     wall_row: &'a [u32],
     wall_of: &'a [u32],
     wall_constants: &'a [[f32; 4]],
+    wall_mu_roll: &'a [f32],
     walls: &'a [WallParams],
     gravity: V3,
     time: f32,
     hertz: bool,
+    roll: u32,
     mode: ForceMode,
 }
 
@@ -400,13 +532,24 @@ impl ParticleStart<'_> {
                 &c.angvel[k],
                 self.gravity,
                 self.time,
-                (
-                    self.walls,
-                    &self.wall_of[a..b],
-                    &self.wall_constants[a..b],
-                    &mut c.wall_spring[a - wall0..b - wall0],
-                ),
+                ParticleWalls {
+                    params: self.walls,
+                    wall_of: &self.wall_of[a..b],
+                    constants: &self.wall_constants[a..b],
+                    mu_roll: if self.wall_mu_roll.is_empty() {
+                        &[]
+                    } else {
+                        &self.wall_mu_roll[a..b]
+                    },
+                    springs: &mut c.wall_spring[a - wall0..b - wall0],
+                    roll: if c.wall_roll.is_empty() {
+                        &mut []
+                    } else {
+                        &mut c.wall_roll[a - wall0..b - wall0]
+                    },
+                },
                 self.hertz,
+                self.roll,
                 self.mode,
             );
             c.force[k] = f;
@@ -451,10 +594,12 @@ impl PairListSim {
             wall_row: &wl.row,
             wall_of: &wl.wall,
             wall_constants: &wl.constants,
+            wall_mu_roll: &wl.mu_roll,
             walls: &self.walls,
             gravity: params.gravity,
             time,
             hertz: params.contact_model == HERTZ,
+            roll: params.rolling_model,
             mode,
         };
         let inputs = PairInputs {
@@ -470,6 +615,9 @@ impl PairListSim {
             sign: &list.sign,
             mode,
             hertz: params.contact_model == HERTZ,
+            roll: params.rolling_model,
+            uniform_mu_roll: list.uniform_mu_roll,
+            mu_roll: &list.mu_roll,
         };
         let x_ref = &self.x_ref;
         let serial = n < 2 * MIN_LEN;
@@ -526,8 +674,12 @@ impl PairListSim {
             };
             let work = chunks(
                 particles,
-                &mut list.spring,
-                &mut wl.spring,
+                History {
+                    spring: &mut list.spring,
+                    roll: &mut list.roll,
+                    wall_spring: &mut wl.spring,
+                    wall_roll: &mut wl.roll,
+                },
                 &ranges,
                 &pair_ranges,
                 &wall_ranges,

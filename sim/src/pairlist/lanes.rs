@@ -9,6 +9,8 @@
 //! The arithmetic is [`contact_force_damped`](crate::stages::forces) (the
 //! GPU kernels' model) written lane-wise, in the same order.
 
+use crate::stages::common::{ROLL_CDT, ROLL_NONE};
+
 /// Pairs per batch (sixteen f32 lanes fill an AVX-512 register, two AVX2 ones).
 pub const LANES: usize = 16;
 
@@ -40,6 +42,10 @@ pub struct PairLanes {
     /// Normal of coincident centres: +1 (along +y) when the first particle
     /// has the lower id, else -1.
     pub sign: [f32; LANES],
+    /// Coefficient of rolling friction (rolling resistance only).
+    pub mu_r: [f32; LANES],
+    /// Stored rolling torque, N m (`epsd2` only).
+    pub roll: [[f32; LANES]; 3],
 }
 
 /// Where a batch's lanes are read from: the chunk's particle state (one
@@ -71,6 +77,15 @@ pub struct LaneSources<'a> {
     pub damping: &'a [f32],
     /// Coincident-centre sign per pair.
     pub sign: &'a [f32],
+    /// Stored rolling torques of the slab's pairs, per axis (empty without
+    /// `epsd2` rolling resistance).
+    pub roll: [&'a [f32]; 3],
+    /// The rolling friction of every pair, when all have the same (then
+    /// `mu_roll` is empty).
+    pub uniform_mu_roll: Option<f32>,
+    /// Rolling friction per pair (empty without rolling resistance or when
+    /// uniform).
+    pub mu_roll: &'a [f32],
 }
 
 /// Which pair fills each lane: its owner and partner (indices into the
@@ -113,6 +128,27 @@ pub fn fill(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
         b.mu[l] = mu;
         b.c[l] = src.uniform_damping.unwrap_or_else(|| src.damping[g]);
         b.sign[l] = src.sign[g];
+    }
+    fill_roll(src, idx, b);
+}
+
+/// The rolling lanes of `b` (friction and stored torque), when the list
+/// has rolling resistance: a scalar loop the wide fills share.
+#[inline]
+pub fn fill_roll(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
+    if src.uniform_mu_roll.is_none() && src.mu_roll.is_empty() {
+        return;
+    }
+    for l in 0..LANES {
+        let g = idx.pair[l] as usize;
+        b.mu_r[l] = src.uniform_mu_roll.unwrap_or_else(|| src.mu_roll[g]);
+    }
+    if !src.roll[0].is_empty() {
+        for a in 0..3 {
+            for l in 0..LANES {
+                b.roll[a][l] = src.roll[a][idx.local[l] as usize];
+            }
+        }
     }
 }
 
@@ -198,13 +234,24 @@ pub struct PairResults {
     pub xi: [[f32; LANES]; 3],
     /// Whether the pair touches.
     pub touching: [bool; LANES],
+    /// Rolling resistance torque `M`, N m: the first particle gets `-M`,
+    /// the second `+M`.
+    pub m: [[f32; LANES]; 3],
+    /// New stored rolling torque, N m (`epsd2`).
+    pub roll: [[f32; LANES]; 3],
 }
 
 /// The contact of every lane, extending springs over `dt_hist` seconds.
 /// `HERTZ`: the lanes' `kn`, `kt`, `c` are Hertz-Mindlin coefficients,
 /// scaled by the overlap in each contact ([`contact_stiffness`](crate::stages::forces::contact_stiffness)).
+/// `ROLL`: the rolling resistance ([`rolling_torque`](crate::stages::forces::rolling_torque)),
+/// `ROLL_NONE`, `ROLL_EPSD2` or `ROLL_CDT`.
 #[inline(always)]
-pub fn pair_forces<const HERTZ: bool>(b: &PairLanes, dt_hist: f32, out: &mut PairResults) {
+pub fn pair_forces<const HERTZ: bool, const ROLL: u32>(
+    b: &PairLanes,
+    dt_hist: f32,
+    out: &mut PairResults,
+) {
     for l in 0..LANES {
         let d = [
             b.pi[0][l] - b.pj[0][l],
@@ -310,5 +357,43 @@ pub fn pair_forces<const HERTZ: bool>(b: &PairLanes, dt_hist: f32, out: &mut Pai
             out.xi[a][l] = if touching { xi[a] } else { 0.0 };
         }
         out.touching[l] = touching;
+        if ROLL != ROLL_NONE {
+            // rolling_torque, lane-wise: the relative spin without its
+            // twisting part.
+            let wr = [
+                b.wi[0][l] - b.wj[0][l],
+                b.wi[1][l] - b.wj[1][l],
+                b.wi[2][l] - b.wj[2][l],
+            ];
+            let wrn = wr[0] * n[0] + wr[1] * n[1] + wr[2] * n[2];
+            let wt = [wr[0] - n[0] * wrn, wr[1] - n[1] * wrn, wr[2] - n[2] * wrn];
+            let r_eff = ri * rj / (ri + rj);
+            let (m, stored) = if ROLL == ROLL_CDT {
+                let w2 = wt[0] * wt[0] + wt[1] * wt[1] + wt[2] * wt[2];
+                let moving = w2 > 0.0;
+                let s = b.mu_r[l] * (kn * delta) * r_eff / if moving { w2.sqrt() } else { 1.0 };
+                let m = [wt[0] * s, wt[1] * s, wt[2] * s];
+                (if moving { m } else { [0.0; 3] }, [0.0; 3])
+            } else {
+                let kr = kt * r_eff * r_eff;
+                let h = dt_hist * kr;
+                let m = [
+                    b.roll[0][l] + wt[0] * h,
+                    b.roll[1][l] + wt[1] * h,
+                    b.roll[2][l] + wt[2] * h,
+                ];
+                let cap = fn_mag.abs() * r_eff * b.mu_r[l];
+                let m2 = m[0] * m[0] + m[1] * m[1] + m[2] * m[2];
+                let over = m2 > cap * cap;
+                let ratio = cap / if over { m2.sqrt() } else { 1.0 };
+                let mc = [m[0] * ratio, m[1] * ratio, m[2] * ratio];
+                let m = if over { mc } else { m };
+                (m, m)
+            };
+            for a in 0..3 {
+                out.m[a][l] = if touching { m[a] } else { 0.0 };
+                out.roll[a][l] = if touching { stored[a] } else { 0.0 };
+            }
+        }
     }
 }

@@ -73,6 +73,8 @@ impl SimSetup {
             closed_faces: self.closed_faces,
             domain_max: self.domain_max,
             contact_model: self.contact_model,
+            rolling_model: self.rolling_model,
+            pad3: [0; 3],
         }
     }
 }

@@ -20,8 +20,10 @@ pub struct PairParams {
     pub damping_ratio2: f32,
     /// Absolute normal damping, N s/m, used instead when positive.
     pub damping_abs: f32,
+    /// Coefficient of rolling friction (the mean of the two materials').
+    pub mu_roll: f32,
     /// Padding.
-    pub pad: [f32; 3],
+    pub pad: [f32; 2],
 }
 
 /// Normal damping ratio `beta` giving restitution `e` for a linear spring-dashpot.
@@ -89,7 +91,8 @@ pub(super) fn mix_pair(a: &Material, b: &Material) -> PairParams {
             mu: 0.5 * (a.friction + b.friction),
             damping_ratio2: (HERTZ_DAMPING * beta) as f32,
             damping_abs: 0.0,
-            pad: [0.0; 3],
+            mu_roll: 0.5 * (a.rolling_friction + b.rolling_friction),
+            pad: [0.0; 2],
         };
     }
     let harmonic = |x: f32, y: f32| 2.0 * x * y / (x + y);
@@ -115,6 +118,7 @@ pub(super) fn mix_pair(a: &Material, b: &Material) -> PairParams {
         mu: 0.5 * (a.friction + b.friction),
         damping_ratio2,
         damping_abs,
-        pad: [0.0; 3],
+        mu_roll: 0.5 * (a.rolling_friction + b.rolling_friction),
+        pad: [0.0; 2],
     }
 }

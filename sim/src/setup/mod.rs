@@ -115,6 +115,9 @@ pub struct SimSetup {
     /// Contact law of every pair ([`HOOKE`](crate::stages::common::HOOKE) or
     /// [`HERTZ`](crate::stages::common::HERTZ)).
     pub contact_model: u32,
+    /// Rolling resistance ([`ROLL_NONE`](crate::stages::common::ROLL_NONE),
+    /// `ROLL_EPSD2` or `ROLL_CDT`).
+    pub rolling_model: u32,
     /// Time integrator.
     pub integrator: Integrator,
     /// Contact history slots per particle (block-wise stepping only).
@@ -250,9 +253,10 @@ impl SimSetup {
                 p.velocity[2],
                 (1.0 / mass) as f32,
             ]);
+            let w = p.angular_velocity;
             particles
                 .angvel
-                .push([0.0, 0.0, 0.0, (1.0 / inertia) as f32]);
+                .push([w[0], w[1], w[2], (1.0 / inertia) as f32]);
             particles.meta.push([id as u32, mat, FREE, 0]);
             particles.local.push([0.0; 4]);
         }
@@ -416,6 +420,16 @@ impl SimSetup {
         } else {
             std::f64::consts::PI * (0.5 * min_mass / kn_max).sqrt()
         };
+        let rolling_model = if materials.iter().all(|m| m.rolling_friction == 0.0) {
+            crate::stages::common::ROLL_NONE
+        } else if materials
+            .iter()
+            .any(|m| m.rolling_model == pellet_formats::scene::RollingModel::Cdt)
+        {
+            crate::stages::common::ROLL_CDT
+        } else {
+            crate::stages::common::ROLL_EPSD2
+        };
         let (auto_steps, min_steps) = if hertz {
             (AUTO_STEPS_PER_RAYLEIGH, MIN_STEPS_PER_RAYLEIGH)
         } else {
@@ -468,6 +482,7 @@ impl SimSetup {
             gravity: scene.simulation.gravity,
             dt,
             contact_time,
+            rolling_model,
             contact_model: if hertz {
                 crate::stages::common::HERTZ
             } else {

@@ -47,7 +47,19 @@ pub struct Params {
     pub domain_max: [f32; 3],
     /// Contact law of every material pair: [`HOOKE`] or [`HERTZ`].
     pub contact_model: u32,
+    /// Rolling resistance: [`ROLL_NONE`], [`ROLL_EPSD2`] or [`ROLL_CDT`].
+    pub rolling_model: u32,
+    /// Padding to 16 bytes.
+    pub pad3: [u32; 3],
 }
+
+/// [`Params::rolling_model`]: no rolling resistance (every material's
+/// `rolling_friction` is 0).
+pub const ROLL_NONE: u32 = 0;
+/// [`Params::rolling_model`]: LIGGGHTS `epsd2`, a capped rolling spring.
+pub const ROLL_EPSD2: u32 = 1;
+/// [`Params::rolling_model`]: LIGGGHTS `cdt`, a constant directional torque.
+pub const ROLL_CDT: u32 = 2;
 
 /// [`Params::contact_model`]: the linear spring-dashpot.
 pub const HOOKE: u32 = 0;

@@ -40,6 +40,11 @@ struct Params {
     hi_z: f32,
     // Contact law: HOOKE or HERTZ (the Params.contact_model constants).
     contact_model: u32,
+    // Rolling resistance: ROLL_NONE, ROLL_EPSD2 or ROLL_CDT.
+    rolling_model: u32,
+    pad3_0: u32,
+    pad3_1: u32,
+    pad3_2: u32,
 }
 
 // A rigid body (BodyGpu in body.rs).
@@ -80,6 +85,10 @@ const FREE: u32 = 0xffffffffu;
 // Params.contact_model.
 const HOOKE: u32 = 0u;
 const HERTZ: u32 = 1u;
+// Params.rolling_model.
+const ROLL_NONE: u32 = 0u;
+const ROLL_EPSD2: u32 = 1u;
+const ROLL_CDT: u32 = 2u;
 const EXP_MASK: u32 = 0x7f800000u;
 const DYNAMIC: u32 = 0u;
 const STATIC: u32 = 1u;

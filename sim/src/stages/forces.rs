@@ -23,7 +23,9 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
-use super::common::{HERTZ, Params, V3, add, cross, dot, scale, sub};
+#[allow(unused_imports)]
+use super::common::ROLL_EPSD2;
+use super::common::{HERTZ, Params, ROLL_CDT, V3, add, cross, dot, scale, sub};
 use crate::cpu::{CpuSim, MIN_LEN};
 use crate::setup::{PairParams, WALL_ID_BASE, WallParams};
 use crate::{Counter, ForceKind, ForceMode, NeighbourSink, for_each_neighbour};
@@ -90,6 +92,49 @@ pub(crate) fn contact_stiffness(k: [f32; 4], hertz: bool, delta: f32) -> (f32, f
     }
 }
 
+/// Rolling resistance of one contact: the torque `M` (N m) the first
+/// particle gets as `-M` and the second as `+M`, and the new stored torque.
+/// `w_rel`: the first particle's spin minus the second's (rad/s; a wall:
+/// the particle's); its part along `n` (twisting) is left out, as LIGGGHTS
+/// does by default. `model`: [`ROLL_EPSD2`] adds `kt R*^2 w_t dt_hist` to
+/// the stored torque and caps it at `mu_roll |F_n| R*` (LIGGGHTS
+/// `rolling_model_epsd2.h`); [`ROLL_CDT`] is `mu_roll (kn delta) R* w_t /
+/// |w_t|`, no history (`rolling_model_cdt.h`). `kt` and `kn_delta` are the
+/// contact's tangential stiffness and elastic normal force, `fn_mag` its
+/// whole normal force.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rolling_torque(
+    model: u32,
+    n: V3,
+    w_rel: V3,
+    kt: f32,
+    kn_delta: f32,
+    fn_mag: f32,
+    r_eff: f32,
+    mu_roll: f32,
+    stored: V3,
+    dt_hist: f32,
+) -> (V3, V3) {
+    let wt = sub(w_rel, scale(n, dot(w_rel, n)));
+    if model == ROLL_CDT {
+        let w2 = dot(wt, wt);
+        if w2 > 0.0 {
+            let m = scale(wt, mu_roll * kn_delta * r_eff / w2.sqrt());
+            return (m, [0.0; 3]);
+        }
+        return ([0.0; 3], [0.0; 3]);
+    }
+    let kr = kt * r_eff * r_eff;
+    let mut m = add(stored, scale(wt, dt_hist * kr));
+    let cap = fn_mag.abs() * r_eff * mu_roll;
+    let m2 = dot(m, m);
+    if m2 > cap * cap {
+        m = scale(m, cap / m2.sqrt());
+    }
+    (m, m)
+}
+
 /// Force on the particle, its tangential part and the new tangential spring,
 /// for one contact with the materials' `pair`.
 /// `xi_old` is the stored spring (zero for a new contact).
@@ -126,12 +171,48 @@ pub(crate) fn contact_force_damped(
     xi_old: V3,
     dt_hist: f32,
 ) -> (V3, V3, V3) {
+    let c = contact_force_full(n, delta, vr, wsum, k, hertz, xi_old, dt_hist);
+    (c.force, c.ft, c.xi)
+}
+
+/// What one contact gives: forces, the new spring, and what the rolling
+/// resistance reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ContactOut {
+    /// Force on the first particle, N.
+    pub force: V3,
+    /// Its tangential part, N.
+    pub ft: V3,
+    /// The new tangential spring, m.
+    pub xi: V3,
+    /// The contact's tangential stiffness, N/m.
+    pub kt: f32,
+    /// Its elastic normal force `kn delta`, N.
+    pub kn_delta: f32,
+    /// Its normal force (elastic and damping), N.
+    pub fn_mag: f32,
+}
+
+/// [`contact_force_damped`], with the stiffness and normal force kept.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn contact_force_full(
+    n: V3,
+    delta: f32,
+    vr: V3,
+    wsum: V3,
+    k: [f32; 4],
+    hertz: bool,
+    xi_old: V3,
+    dt_hist: f32,
+) -> ContactOut {
     let (kn, kt, c, ct) = contact_stiffness(k, hertz, delta);
     let mu = k[2];
     let vn = dot(vr, n);
     let vc = sub(vr, cross(wsum, n));
     let vt = sub(vc, scale(n, dot(vc, n)));
-    let fn_mag = kn * delta - c * vn;
+    let kn_delta = kn * delta;
+    let fn_mag = kn_delta - c * vn;
     let xi_rot = sub(xi_old, scale(n, dot(xi_old, n)));
     let mut xi = add(xi_rot, scale(vt, dt_hist));
     let mut ft = sub(scale(xi, -kt), scale(vt, ct));
@@ -145,7 +226,14 @@ pub(crate) fn contact_force_damped(
             [0.0; 3]
         };
     }
-    (add(scale(n, fn_mag), ft), ft, xi)
+    ContactOut {
+        force: add(scale(n, fn_mag), ft),
+        ft,
+        xi,
+        kt,
+        kn_delta,
+        fn_mag,
+    }
 }
 
 /// Looks `partner` up in the particle's old history slots.
