@@ -25,9 +25,14 @@ fn gpu() -> Arc<Gpu> {
 
 /// 1000 grains on a jittered lattice in a walled box, falling.
 fn scene(dir: &std::path::Path, extra: &str) -> SimSetup {
+    scene_of(dir, extra, "friction = 0.5")
+}
+
+/// [`scene`] with the default material's fields `material`.
+fn scene_of(dir: &std::path::Path, extra: &str, material: &str) -> SimSetup {
     setup(
         dir,
-        &box_scene(0.0, 0.3, -9.81, "friction = 0.5", extra, true),
+        &box_scene(0.0, 0.3, -9.81, material, extra, true),
         &lattice(10, 0.01, 0.0199, 0.02, 0.0005, 0.3, 5),
         GridMode::Dense,
     )
@@ -39,9 +44,14 @@ fn bits(v: &[[f32; 4]]) -> Vec<u32> {
 
 #[test]
 fn block_wise_runs_are_bit_identical_however_the_scene_is_cut() {
-    for extra in ["", "integrator = \"rk2\""] {
+    for (extra, material) in [
+        ("", "friction = 0.5"),
+        ("integrator = \"rk2\"", "friction = 0.5"),
+        // Rolling resistance: the stored rolling torques cross blocks too.
+        ("", "friction = 0.5\nrolling_friction = 0.3"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let s = scene(dir.path(), extra);
+        let s = scene_of(dir.path(), extra, material);
         let g = gpu();
         let budget = budget_for_block(&s, 450);
         let mut cut = BlockSim::new(g.clone(), &s, budget).unwrap();
@@ -74,8 +84,18 @@ fn block_wise_runs_are_bit_identical_however_the_scene_is_cut() {
             );
             assert_eq!(x, y, "{extra}: springs");
         }
+        for k in 0..3 {
+            let (x, y): (Vec<u32>, Vec<u32>) = (
+                la.roll[k].iter().map(|v| v.to_bits()).collect(),
+                lb.roll[k].iter().map(|v| v.to_bits()).collect(),
+            );
+            assert_eq!(x, y, "{material}: stored rolling torques");
+        }
         // The grains collided: some springs are stretched.
         assert!(la.spring[0].iter().any(|&x| x != 0.0), "{extra}");
+        if material.contains("rolling") {
+            assert!(la.roll[0].iter().any(|&x| x != 0.0), "{material}");
+        }
         assert!(cut.host.rebuilds > 1, "{extra}: {}", cut.host.rebuilds);
     }
 }

@@ -111,6 +111,36 @@ fn compare_lists(what: &str, cpu: &ListBuffers, gpu: &ListBuffers) {
         1e-9,
         1e-4,
     );
+    // Rolling resistance: the stored torques and each pair's torque.
+    assert_eq!(
+        gpu.pair_roll.len(),
+        cpu.pair_roll.len(),
+        "{what}: stored rolling torques"
+    );
+    assert_eq!(
+        gpu.pair_roll_m.len(),
+        cpu.pair_roll_m.len(),
+        "{what}: rolling torques"
+    );
+    assert_eq!(
+        gpu.wall_roll.len(),
+        cpu.wall_roll.len(),
+        "{what}: wall rolling torques"
+    );
+    let mscale = cpu
+        .pair_roll_m
+        .iter()
+        .chain(&cpu.pair_roll)
+        .chain(&cpu.wall_roll)
+        .flat_map(|m| m[..3].iter())
+        .fold(0.0f32, |m, x| m.max(x.abs()));
+    for (name, c, g) in [
+        ("stored rolling torques", &cpu.pair_roll, &gpu.pair_roll),
+        ("rolling torques", &cpu.pair_roll_m, &gpu.pair_roll_m),
+        ("wall rolling torques", &cpu.wall_roll, &gpu.wall_roll),
+    ] {
+        close(&format!("{what}: {name}"), c, g, 1e-5 * mscale, 1e-3);
+    }
 }
 
 fn compare_forces(what: &str, cpu: &CpuSim, gs: &GpuSim) {
@@ -281,6 +311,49 @@ fn pair_list_stages_match_the_cpu_twin_hertz() {
     );
     assert_eq!(s.contact_model, pellet_player::sim::stages::common::HERTZ);
     compare_stages(&s, false);
+}
+
+/// Rolling resistance (both laws, Hooke and Hertz): the same stages
+/// against the twin, with the stored torques carried across rebuilds.
+#[test]
+fn pair_list_stages_match_the_cpu_twin_rolling() {
+    for (model, material) in [
+        (
+            "epsd2",
+            "friction = 0.5\nrolling_friction = 0.3".to_string(),
+        ),
+        (
+            "cdt",
+            "friction = 0.5\nrolling_friction = 0.3\nrolling_model = \"cdt\"".to_string(),
+        ),
+        (
+            "epsd2 hertz",
+            format!("{HERTZ_MATERIAL}\nrolling_friction = 0.2"),
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = setup(
+            dir.path(),
+            &box_scene(0.0, 0.3, -9.81, &material, "", true),
+            &edge_and_random(500),
+            GridMode::Dense,
+        );
+        assert_ne!(
+            s.rolling_model,
+            pellet_player::sim::stages::common::ROLL_NONE,
+            "{model}"
+        );
+        compare_stages(&s, false);
+    }
+}
+
+#[test]
+fn whole_rolling_runs_track_the_twin() {
+    whole_runs_track_the_twin("", "friction = 0.5\nrolling_friction = 0.3");
+    whole_runs_track_the_twin(
+        "",
+        "friction = 0.5\nrolling_friction = 0.3\nrolling_model = \"cdt\"",
+    );
 }
 
 /// A Hertz-Mindlin material for the tests.

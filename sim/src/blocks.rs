@@ -86,15 +86,7 @@ pub const BYTES_PER_PAIR: u64 = 4 + 4 + 16 + 16 + 16 + 16 + 4 + 16;
 /// positions and wall springs, and the pair buffers at their first capacity
 /// of eight pairs per particle (they grow if a build needs more).
 pub fn in_core_bytes(setup: &SimSetup) -> u64 {
-    let n = setup.particles.len() as u64;
-    let walls = setup.walls.len() as u64;
-    let rows = 5 * 4 + 16 + 4 + 2 * 16 * walls; // counts, starts, old starts; pos_ref; wall mask and springs
-    let pairs = (8 * n).max(1024) * BYTES_PER_PAIR;
-    let cells = setup
-        .for_pair_list()
-        .map(|s| fixed_bytes(&s))
-        .unwrap_or_else(|_| fixed_bytes(setup));
-    cells + n * (bytes_per_particle(1, setup.integrator) + rows) + pairs + 2 * (n + 1) / 255 * 12
+    block_device_bytes(setup, setup.particles.len() as u64)
 }
 
 /// Device bytes of the block device for `n` particles: the in-core
@@ -102,8 +94,15 @@ pub fn in_core_bytes(setup: &SimSetup) -> u64 {
 /// for a hashed grid, whose tables follow the particle count).
 fn block_device_bytes(setup: &SimSetup, n: u64) -> u64 {
     let walls = setup.walls.len() as u64;
-    let rows = 5 * 4 + 16 + 4 + 2 * 16 * walls;
-    let pairs = (8 * n).max(1024) * BYTES_PER_PAIR;
+    // Rolling resistance: the torque per pair, and (epsd2) the stored
+    // torques of the list, of the last one and at each wall.
+    let (roll_pair, roll_walls) = match setup.rolling_model {
+        crate::stages::common::ROLL_NONE => (0, 0),
+        crate::stages::common::ROLL_EPSD2 => (48, 2 * 16 * walls),
+        _ => (16, 0),
+    };
+    let rows = 5 * 4 + 16 + 4 + 2 * 16 * walls + roll_walls;
+    let pairs = (8 * n).max(1024) * (BYTES_PER_PAIR + roll_pair);
     let cells = setup
         .for_pair_list()
         .map(|s| fixed_bytes(&s))
@@ -251,6 +250,8 @@ struct BlockBuffers {
     pair_hist: Vec<[f32; 4]>,
     wall_mask: Vec<u32>,
     wall_hist: Vec<[f32; 4]>,
+    pair_roll: Vec<[f32; 4]>,
+    wall_roll: Vec<[f32; 4]>,
 }
 
 /// The GPU side of block-wise stepping: a [`ForceSource`] for the host engine.
@@ -296,6 +297,13 @@ impl BlockForces {
             let partner_id = meta[list.partner[k] as usize][0];
             [s[0][k], s[1][k], s[2][k], f32::from_bits(partner_id)]
         }));
+        // Stored rolling torques (epsd2).
+        buf.pair_roll.clear();
+        if !list.roll[0].is_empty() {
+            let r = &list.roll;
+            buf.pair_roll
+                .extend(b.pairs.clone().map(|k| [r[0][k], r[1][k], r[2][k], 0.0]));
+        }
         // The partner index of the block's own particles.
         let p = &self.partners;
         buf.low_start.clear();
@@ -321,6 +329,11 @@ impl BlockForces {
         buf.wall_mask.resize(h, 0);
         buf.wall_hist.clear();
         buf.wall_hist.resize(h * wall_count, [0.0; 4]);
+        let wall_rolls = !wl.roll.is_empty();
+        buf.wall_roll.clear();
+        if wall_rolls {
+            buf.wall_roll.resize(h * wall_count, [0.0; 4]);
+        }
         for i in is..ie {
             let l = i - hs;
             for k in wl.row[i] as usize..wl.row[i + 1] as usize {
@@ -330,6 +343,10 @@ impl BlockForces {
                 }
                 let s = wl.spring[k];
                 buf.wall_hist[l * wall_count + w] = [s[0], s[1], s[2], 0.0];
+                if wall_rolls {
+                    let m = wl.roll[k];
+                    buf.wall_roll[l * wall_count + w] = [m[0], m[1], m[2], 0.0];
+                }
             }
         }
         Ok(())
@@ -354,6 +371,7 @@ impl ForceSource for BlockForces {
         self.device.set_step(sim.step);
         self.device.clear_step_counters();
         let mut springs = sim.list.spring.clone();
+        let mut rolls = sim.list.roll.clone();
         for b in &blocks {
             self.gather(sim, b)?;
             let h = b.halo.clone();
@@ -379,6 +397,8 @@ impl ForceSource for BlockForces {
                 pair_hist: &buf.pair_hist,
                 wall_mask: &buf.wall_mask,
                 wall_hist: &buf.wall_hist,
+                pair_roll: &buf.pair_roll,
+                wall_roll: &buf.wall_roll,
             })?;
             self.device.block_pair_forces(kind, b.pairs.len() as u32);
             // The block's own pairs: from its first particle's row on.
@@ -399,6 +419,11 @@ impl ForceSource for BlockForces {
                     springs[a][k] = x[a];
                 }
             }
+            for (k, x) in own.clone().zip(&out.pair_roll) {
+                for a in 0..3 {
+                    rolls[a][k] = x[a];
+                }
+            }
             if commit {
                 let wl = &mut sim.wall_list;
                 for p in i.clone() {
@@ -406,6 +431,9 @@ impl ForceSource for BlockForces {
                     for k in wl.row[p] as usize..wl.row[p + 1] as usize {
                         let x = out.wall_hist[l * wall_count + wl.wall[k] as usize];
                         wl.spring[k] = [x[0], x[1], x[2]];
+                        if let Some(m) = out.wall_roll.get(l * wall_count + wl.wall[k] as usize) {
+                            wl.roll[k] = [m[0], m[1], m[2]];
+                        }
                     }
                 }
             }
@@ -419,6 +447,7 @@ impl ForceSource for BlockForces {
             stats.halo_particles += (h.len() - i.len()) as u64;
         }
         sim.list.spring = springs;
+        sim.list.roll = rolls;
         let c = self.device.counters()?;
         for k in [Counter::Contacts, Counter::WallContacts] {
             sim.counters[k as usize].fetch_add(c[k as usize], Ordering::Relaxed);

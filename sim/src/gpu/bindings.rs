@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use pellet_gpu::wgpu;
 
 use crate::stages::CompiledStage;
+use crate::stages::common::Params;
 
 // Binding numbers of `common.wgsl`.
 pub(super) const B_PARAMS: u32 = 0;
@@ -68,6 +69,11 @@ pub(super) const B_DISPATCH_TEMPLATE: u32 = 57;
 pub(super) const B_PAIR_CONST: u32 = 58;
 pub(super) const B_WALL_MASK: u32 = 59;
 pub(super) const B_PAIR_I: u32 = 60;
+pub(super) const B_PAIR_ROLL: u32 = 61;
+pub(super) const B_PAIR_ROLL_M: u32 = 62;
+pub(super) const B_OLD_ROLL: u32 = 63;
+pub(super) const B_WALL_ROLL: u32 = 64;
+pub(super) const B_WALL_ROLL_OLD: u32 = 65;
 
 /// The kernels of stage `pairs` (each gets one bind group per force kind),
 /// as the stage registers them.
@@ -103,8 +109,14 @@ pub(super) struct Kernel {
 pub(super) fn create_kernels(
     device: &wgpu::Device,
     stages: &[CompiledStage],
+    params: &Params,
 ) -> BTreeMap<&'static str, Kernel> {
     let mut kernels = BTreeMap::new();
+    // The laws of this simulation, as the shaders' overridable constants.
+    let constants = [
+        ("CONTACT_MODEL", f64::from(params.contact_model)),
+        ("ROLLING_MODEL", f64::from(params.rolling_model)),
+    ];
     for compiled in stages {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(compiled.stage.file),
@@ -116,7 +128,10 @@ pub(super) fn create_kernels(
                 layout: None,
                 module: &module,
                 entry_point: Some(name),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants,
+                    ..Default::default()
+                },
                 cache: None,
             });
             kernels.insert(

@@ -70,6 +70,10 @@ pub struct PairBlockInput<'a> {
     pub wall_mask: &'a [u32],
     /// Spring with each wall, `wall_count` per particle.
     pub wall_hist: &'a [[f32; 4]],
+    /// Stored rolling torque of each pair (`epsd2`, else empty).
+    pub pair_roll: &'a [[f32; 4]],
+    /// Stored rolling torque with each wall (`epsd2`, else empty).
+    pub wall_roll: &'a [[f32; 4]],
 }
 
 /// What [`GpuSim::download_pair_block`] reads back.
@@ -83,6 +87,10 @@ pub struct PairBlockOutput {
     pub pair_hist: Vec<[f32; 4]>,
     /// The wall springs after the evaluation, `wall_count` per particle.
     pub wall_hist: Vec<[f32; 4]>,
+    /// The pairs' stored rolling torques after it (`epsd2`, else empty).
+    pub pair_roll: Vec<[f32; 4]>,
+    /// The wall stored rolling torques after it (`epsd2`, else empty).
+    pub wall_roll: Vec<[f32; 4]>,
 }
 
 /// How the GPU path finds contacts.
@@ -182,11 +190,6 @@ impl GpuSim {
         shaders: &SimShaders,
         listing: Listing,
     ) -> Result<Self, SimError> {
-        if setup.rolling_model != crate::stages::common::ROLL_NONE {
-            return Err(SimError::Unsupported(
-                "rolling friction runs on the CPU backend for now: add --backend cpu",
-            ));
-        }
         let stages = shaders.compile()?;
         let list_setup;
         let setup = match listing {
@@ -224,7 +227,7 @@ impl GpuSim {
         buffers::check_limits(&gpu, &params)?;
         let buffers = buffers::create_buffers(device, setup, &params);
         let mode_buffers = buffers::create_mode_buffers(device, params.dt);
-        let kernels = bindings::create_kernels(device, stages);
+        let kernels = bindings::create_kernels(device, stages, &params);
         let make_group = |name: &str, overrides: &[(u32, &wgpu::Buffer)]| {
             bindings::make_group(device, &kernels, &buffers, name, overrides)
         };

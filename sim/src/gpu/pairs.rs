@@ -24,7 +24,7 @@ use pellet_gpu::{dispatch_2d, wgpu};
 use super::bindings::*;
 use super::buffers::{STORAGE, ScanLevel, create_scan_levels, init_buffer, zeroed_buffer};
 use super::{GpuSim, PairBlockInput, PairBlockOutput, WG};
-use crate::stages::common::Params;
+use crate::stages::common::{Params, ROLL_EPSD2, ROLL_NONE};
 use crate::stages::pairs::ListBuffers;
 use crate::{ForceKind, SimError};
 
@@ -109,6 +109,13 @@ pub(super) fn create_list_buffers(
     let n = params.n as usize;
     let rows = (n + 1) * 4;
     let walls = n * params.wall_count as usize * 16;
+    // Stored rolling torques at walls only with epsd2 (the kernels read
+    // them only then; a binding still needs a buffer).
+    let wall_rolls = if params.rolling_model == ROLL_EPSD2 {
+        walls
+    } else {
+        16
+    };
     let mut state = [0u32; LIST_STATE_LEN];
     state[ListState::Rebuild as usize] = 1;
     state[ListState::Capacity as usize] = capacity;
@@ -127,6 +134,14 @@ pub(super) fn create_list_buffers(
         (
             B_WALL_HIST_OLD,
             zeroed_buffer(device, "sim/wall_hist_old", walls),
+        ),
+        (
+            B_WALL_ROLL,
+            zeroed_buffer(device, "sim/wall_roll", wall_rolls),
+        ),
+        (
+            B_WALL_ROLL_OLD,
+            zeroed_buffer(device, "sim/wall_roll_old", wall_rolls),
         ),
         (
             B_LIST_STATE,
@@ -156,14 +171,24 @@ pub(super) fn create_list_buffers(
             ),
         ),
     ];
-    out.extend(pair_buffers(device, capacity));
+    out.extend(pair_buffers(device, capacity, params.rolling_model));
     out
 }
 
 /// The buffers sized by the pair capacity.
-fn pair_buffers(device: &wgpu::Device, capacity: u32) -> Vec<(u32, wgpu::Buffer)> {
+fn pair_buffers(device: &wgpu::Device, capacity: u32, rolling: u32) -> Vec<(u32, wgpu::Buffer)> {
     let c = capacity as usize;
+    // Rolling resistance: the torque per pair (both models) and the stored
+    // torques of this list and the last (epsd2); 16 bytes when unused.
+    let (m, stored) = match rolling {
+        ROLL_NONE => (16, 16),
+        ROLL_EPSD2 => (c * 16, c * 16),
+        _ => (c * 16, 16),
+    };
     vec![
+        (B_PAIR_ROLL, zeroed_buffer(device, "sim/pair_roll", stored)),
+        (B_PAIR_ROLL_M, zeroed_buffer(device, "sim/pair_roll_m", m)),
+        (B_OLD_ROLL, zeroed_buffer(device, "sim/old_roll", stored)),
         (B_PAIR_I, zeroed_buffer(device, "sim/pair_i", c * 4)),
         (B_PAIR_J, zeroed_buffer(device, "sim/pair_j", c * 4)),
         (
@@ -618,10 +643,10 @@ impl GpuSim {
 
     fn resize_pairs(&mut self, capacity: u32) -> Result<(), SimError> {
         self.check_pair_capacity(capacity)?;
-        let fresh = pair_buffers(&self.gpu.device, capacity);
+        let fresh = pair_buffers(&self.gpu.device, capacity, self.params.rolling_model);
         let mut enc = self.encoder();
         for (b, buffer) in &fresh {
-            if *b == B_OLD_HIST {
+            if *b == B_OLD_HIST || *b == B_OLD_ROLL {
                 let from = &self.buffers[b];
                 let size = from.size().min(buffer.size());
                 enc.copy_buffer_to_buffer(from, 0, buffer, 0, size);
@@ -683,6 +708,11 @@ impl GpuSim {
         write(B_OLD_HIST, bytemuck::cast_slice(&list.old_hist));
         write(B_WALL_HIST, bytemuck::cast_slice(&list.wall_hist));
         write(B_WALL_HIST_OLD, bytemuck::cast_slice(&list.wall_hist_old));
+        write(B_PAIR_ROLL, bytemuck::cast_slice(&list.pair_roll));
+        write(B_PAIR_ROLL_M, bytemuck::cast_slice(&list.pair_roll_m));
+        write(B_OLD_ROLL, bytemuck::cast_slice(&list.old_roll));
+        write(B_WALL_ROLL, bytemuck::cast_slice(&list.wall_roll));
+        write(B_WALL_ROLL_OLD, bytemuck::cast_slice(&list.wall_roll_old));
         let state = [u32::from(list.rebuild), 0, 0, list.rebuilds];
         write(B_LIST_STATE, bytemuck::cast_slice(&state));
         Ok(())
@@ -735,6 +765,9 @@ impl GpuSim {
         let total = pair_start[n] as usize;
         let old_start = rows(B_OLD_START)?;
         let state = self.list_state()?;
+        let epsd2 = self.params.rolling_model == ROLL_EPSD2;
+        let rolling = self.params.rolling_model != ROLL_NONE;
+        let old_pairs = old_start[n] as usize;
         Ok(Some(ListBuffers {
             pos_ref: self.read(B_POS_REF, n)?,
             row_count: rows(B_ROW_COUNT)?,
@@ -753,6 +786,11 @@ impl GpuSim {
             pair_start,
             wall_hist: self.read(B_WALL_HIST, walls)?,
             wall_hist_old: self.read(B_WALL_HIST_OLD, walls)?,
+            pair_roll: self.read(B_PAIR_ROLL, if epsd2 { total } else { 0 })?,
+            pair_roll_m: self.read(B_PAIR_ROLL_M, if rolling { total } else { 0 })?,
+            old_roll: self.read(B_OLD_ROLL, if epsd2 { old_pairs } else { 0 })?,
+            wall_roll: self.read(B_WALL_ROLL, if epsd2 { walls } else { 0 })?,
+            wall_roll_old: self.read(B_WALL_ROLL_OLD, if epsd2 { walls } else { 0 })?,
             rebuild: state[ListState::Rebuild as usize] != 0,
             rebuilds: state[ListState::Rebuilds as usize],
         }))
@@ -787,6 +825,8 @@ impl GpuSim {
         write(B_PAIR_HIST, bytemuck::cast_slice(b.pair_hist));
         write(B_WALL_MASK, bytemuck::cast_slice(b.wall_mask));
         write(B_WALL_HIST, bytemuck::cast_slice(b.wall_hist));
+        write(B_PAIR_ROLL, bytemuck::cast_slice(b.pair_roll));
+        write(B_WALL_ROLL, bytemuck::cast_slice(b.wall_roll));
         Ok(())
     }
 
@@ -827,7 +867,18 @@ impl GpuSim {
         };
         let (a, n) = (u64::from(first), u64::from(end - first));
         let (p, m) = (u64::from(pairs.start), u64::from(pairs.end - pairs.start));
+        let epsd2 = self.params.rolling_model == ROLL_EPSD2;
         Ok(PairBlockOutput {
+            pair_roll: if epsd2 {
+                bytemuck::pod_collect_to_vec(&read(B_PAIR_ROLL, p * 16, m * 16)?)
+            } else {
+                Vec::new()
+            },
+            wall_roll: if epsd2 {
+                bytemuck::pod_collect_to_vec(&read(B_WALL_ROLL, a * walls * 16, n * walls * 16)?)
+            } else {
+                Vec::new()
+            },
             force: bytemuck::pod_collect_to_vec(&read(B_FORCE, a * 16, n * 16)?),
             torque: bytemuck::pod_collect_to_vec(&read(B_TORQUE, a * 16, n * 16)?),
             pair_hist: bytemuck::pod_collect_to_vec(&read(B_PAIR_HIST, p * 16, m * 16)?),

@@ -82,6 +82,13 @@ struct ScanLen {
 const WG: u32 = 256u;
 const WALL_ID_BASE: u32 = 0xffffff00u;
 const FREE: u32 = 0xffffffffu;
+// The contact and rolling laws of this simulation (Params.contact_model and
+// Params.rolling_model), fixed per pipeline as overridable constants: a
+// kernel carries no code for the laws it does not use (lavapipe runs both
+// sides of a branch it cannot prove uniform).
+override CONTACT_MODEL: u32 = 0u;
+override ROLLING_MODEL: u32 = 0u;
+
 // Params.contact_model.
 const HOOKE: u32 = 0u;
 const HERTZ: u32 = 1u;
@@ -187,6 +194,14 @@ const C_ESCAPE_ID: u32 = 7u;
 @group(0) @binding(59) var<storage, read_write> wall_mask: array<u32>;
 // Per pair: its owner (current index).
 @group(0) @binding(60) var<storage, read_write> pair_i: array<u32>;
+// Rolling resistance (Params.rolling_model): each pair's stored rolling
+// torque (epsd2), the torque M the owner gets as -M and the partner as +M,
+// the old list's stored torques, and each particle's wall torques (epsd2).
+@group(0) @binding(61) var<storage, read_write> pair_roll: array<vec4<f32>>;
+@group(0) @binding(62) var<storage, read_write> pair_roll_m: array<vec4<f32>>;
+@group(0) @binding(63) var<storage, read_write> old_roll: array<vec4<f32>>;
+@group(0) @binding(64) var<storage, read_write> wall_roll: array<vec4<f32>>;
+@group(0) @binding(65) var<storage, read_write> wall_roll_old: array<vec4<f32>>;
 
 fn flat_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
@@ -266,13 +281,46 @@ struct ContactOut {
     f: vec3<f32>,
     ft: vec3<f32>,
     xi: vec3<f32>,
+    // What the rolling resistance reads: the contact's tangential
+    // stiffness, its elastic normal force, its whole normal force.
+    kt: f32,
+    kn_delta: f32,
+    fn_mag: f32,
+}
+
+// Rolling resistance of one contact (rolling_torque in forces.rs): the
+// torque M (the first particle gets -M, the second +M) and the new stored
+// torque, from the relative spin w_rel without its twisting part.
+struct RollOut {
+    m: vec3<f32>,
+    stored: vec3<f32>,
+}
+
+fn rolling_torque(n: vec3<f32>, w_rel: vec3<f32>, kt: f32, kn_delta: f32, fn_mag: f32, r_eff: f32, mu_roll: f32, stored: vec3<f32>, dt_hist: f32) -> RollOut {
+    let wt = w_rel - n * dot(w_rel, n);
+    if (ROLLING_MODEL == ROLL_CDT) {
+        let w2 = dot(wt, wt);
+        if (w2 > 0.0) {
+            return RollOut(wt * (mu_roll * kn_delta * r_eff / sqrt(w2)), vec3<f32>(0.0));
+        }
+        return RollOut(vec3<f32>(0.0), vec3<f32>(0.0));
+    }
+    let kr = kt * r_eff * r_eff;
+    var m = stored + wt * (dt_hist * kr);
+    let cap = abs(fn_mag) * r_eff * mu_roll;
+    let m2 = dot(m, m);
+    if (m2 > cap * cap) {
+        m = m * (cap / sqrt(m2));
+    }
+    return RollOut(m, m);
 }
 
 fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, c: f32, ct: f32, kn: f32, kt: f32, mu: f32, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
     let vn = dot(vr, n);
     let vc = vr - cross(wsum, n);
     let vt = vc - n * dot(vc, n);
-    let fn_mag = kn * delta - c * vn;
+    let kn_delta = kn * delta;
+    let fn_mag = kn_delta - c * vn;
     let xi_rot = xi_old - n * dot(xi_old, n);
     var xi = xi_rot + vt * dt_hist;
     var ft = xi * (-kt) - vt * ct;
@@ -286,7 +334,7 @@ fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>
             xi = vec3<f32>(0.0);
         }
     }
-    return ContactOut(n * fn_mag + ft, ft, xi);
+    return ContactOut(n * fn_mag + ft, ft, xi, kt, kn_delta, fn_mag);
 }
 
 // The constants (kn, kt, mu, c) of a contact of the materials' pair `pa`,
@@ -294,7 +342,7 @@ fn contact_force_damped(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>
 // `r_eff` and mass `m_eff` (pair_constants in forces.rs). Hertz: kn and kt
 // are 4/3 E* and 8 G* times sqrt(r_eff), c = 2 sqrt(5/6) beta sqrt(3/2 kn m_eff).
 fn pair_constants_of(pa: vec4<f32>, pb: vec4<f32>, r_eff: f32, m_eff: f32) -> vec4<f32> {
-    if (params.contact_model == HERTZ) {
+    if (CONTACT_MODEL == HERTZ) {
         let sr = sqrt(r_eff);
         let kn = pa.x * sr;
         return vec4<f32>(kn, pa.y * sr, pa.z, pa.w * sqrt(1.5 * kn * m_eff));
@@ -310,7 +358,7 @@ fn pair_constants_of(pa: vec4<f32>, pb: vec4<f32>, r_eff: f32, m_eff: f32) -> ve
 // Hertz scales the stiffnesses by sqrt(delta) and the damping by
 // delta^(1/4), tangentially times sqrt(2/3 kt / kn) (contact_stiffness in forces.rs).
 fn contact_force_k(n: vec3<f32>, delta: f32, vr: vec3<f32>, wsum: vec3<f32>, k: vec4<f32>, xi_old: vec3<f32>, dt_hist: f32) -> ContactOut {
-    if (params.contact_model == HERTZ) {
+    if (CONTACT_MODEL == HERTZ) {
         let s = sqrt(max(delta, 0.0));
         let q = sqrt(s);
         var kn0 = k.x;

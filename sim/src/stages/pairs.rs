@@ -13,8 +13,8 @@
 //! The counting sort between `clear_cells` and `commit_reorder` is the
 //! `sort` stage's ([`CpuSim::sort`]).
 
-use super::common::{HERTZ, V3, add, cross, dot, scale, sub};
-use super::forces::{contact_force, contact_force_damped, pair_constants};
+use super::common::{HERTZ, ROLL_EPSD2, ROLL_NONE, V3, add, cross, dot, scale, sub};
+use super::forces::{contact_force_full, pair_constants, rolling_torque};
 use crate::cpu::CpuSim;
 use crate::{Counter, ForceKind, NeighbourSink, for_each_neighbour};
 use std::sync::atomic::Ordering;
@@ -57,6 +57,17 @@ pub struct ListBuffers {
     pub wall_mask: Vec<u32>,
     /// The copy a rebuild gathers wall springs from.
     pub wall_hist_old: Vec<[f32; 4]>,
+    /// Stored rolling torque of each pair (`epsd2`, else empty).
+    pub pair_roll: Vec<[f32; 4]>,
+    /// Rolling torque `M` of each pair: the owner gets `-M`, the partner
+    /// `+M` (rolling resistance, else empty).
+    pub pair_roll_m: Vec<[f32; 4]>,
+    /// Stored rolling torques of the list before the last rebuild (`epsd2`).
+    pub old_roll: Vec<[f32; 4]>,
+    /// Stored rolling torque with each wall, `wall_count` per particle (`epsd2`).
+    pub wall_roll: Vec<[f32; 4]>,
+    /// The copy a rebuild gathers them from (`epsd2`).
+    pub wall_roll_old: Vec<[f32; 4]>,
     /// Whether the next [`CpuSim::list_gate`] rebuilds.
     pub rebuild: bool,
     /// Rebuilds so far.
@@ -124,6 +135,10 @@ impl CpuSim {
         list.old_start.clone_from(&list.pair_start);
         list.old_hist.clone_from(&list.pair_hist);
         list.wall_hist_old.clone_from(&list.wall_hist);
+        if self.params.rolling_model == ROLL_EPSD2 {
+            list.old_roll.clone_from(&list.pair_roll);
+            list.wall_roll_old.clone_from(&list.wall_roll);
+        }
     }
 
     /// Kernels `clear_cells` .. `reorder_particles` (+ `reorder_rk2`) and
@@ -134,10 +149,19 @@ impl CpuSim {
         self.sort(rk2);
         list.pos_ref.clone_from(&self.state.pos);
         let walls = self.params.wall_count as usize;
+        let roll = self.params.rolling_model == ROLL_EPSD2;
+        if roll && list.wall_roll.len() != list.wall_hist.len() {
+            list.wall_roll = vec![[0.0; 4]; list.wall_hist.len()];
+            list.wall_roll_old = vec![[0.0; 4]; list.wall_hist.len()];
+        }
         for (k, &src) in self.sorted_index.iter().enumerate() {
             let src = src as usize;
             list.wall_hist[k * walls..(k + 1) * walls]
                 .copy_from_slice(&list.wall_hist_old[src * walls..(src + 1) * walls]);
+            if roll {
+                list.wall_roll[k * walls..(k + 1) * walls]
+                    .copy_from_slice(&list.wall_roll_old[src * walls..(src + 1) * walls]);
+            }
             list.wall_mask[k] = self.walls_within_reach(k);
         }
     }
@@ -228,6 +252,28 @@ impl CpuSim {
         [0.0; 3]
     }
 
+    /// Kernel function `carried_roll`: the old list's stored rolling torque
+    /// of `(i, j)` in `i`'s view.
+    fn carried_roll(&self, list: &ListBuffers, i: usize, j: usize) -> V3 {
+        let meta = &self.state.meta;
+        let (id_i, id_j) = (meta[i][0], meta[j][0]);
+        let (oi, oj) = (self.sorted_index[i] as usize, self.sorted_index[j] as usize);
+        let row = |o: usize| list.old_start[o] as usize..list.old_start[o + 1] as usize;
+        for p in row(oi) {
+            if list.old_hist[p][3].to_bits() == id_j {
+                let m = list.old_roll[p];
+                return [m[0], m[1], m[2]];
+            }
+        }
+        for p in row(oj) {
+            if list.old_hist[p][3].to_bits() == id_i {
+                let m = list.old_roll[p];
+                return [-m[0], -m[1], -m[2]];
+            }
+        }
+        [0.0; 3]
+    }
+
     /// Kernel function `pair_constants`: `kn`, `kt`, `mu` and the damping
     /// of the pair `(i, j)`.
     fn pair_constants(&self, i: usize, j: usize) -> [f32; 4] {
@@ -261,6 +307,17 @@ impl CpuSim {
         list.pair_force = vec![[0.0; 4]; total];
         list.pair_torque = vec![[0.0; 4]; total];
         list.low_index = vec![0; total];
+        let rolling = self.params.rolling_model;
+        list.pair_roll = if rolling == ROLL_EPSD2 {
+            vec![[0.0; 4]; total]
+        } else {
+            Vec::new()
+        };
+        list.pair_roll_m = if rolling == ROLL_NONE {
+            Vec::new()
+        } else {
+            vec![[0.0; 4]; total]
+        };
         for (i, (up, _)) in walks.iter().enumerate() {
             for (t, &j) in up.iter().enumerate() {
                 let p = list.pair_start[i] as usize + t;
@@ -274,6 +331,10 @@ impl CpuSim {
                     s[2],
                     f32::from_bits(self.state.meta[j as usize][0]),
                 ];
+                if rolling == ROLL_EPSD2 {
+                    let m = self.carried_roll(list, i, j as usize);
+                    list.pair_roll[p] = [m[0], m[1], m[2], 0.0];
+                }
             }
         }
         for (i, (_, low)) in walks.iter().enumerate() {
@@ -304,11 +365,18 @@ impl CpuSim {
                 let dist2 = dot(d, d);
                 let rsum = pi[3] + pj[3];
                 let h = list.pair_hist[p];
+                let rolling = params.rolling_model;
                 if dist2 >= rsum * rsum {
                     list.pair_force[p] = [0.0; 4];
                     list.pair_torque[p] = [0.0; 4];
+                    if rolling != ROLL_NONE {
+                        list.pair_roll_m[p] = [0.0; 4];
+                    }
                     if mode.commit {
                         list.pair_hist[p] = [0.0, 0.0, 0.0, h[3]];
+                        if rolling == ROLL_EPSD2 {
+                            list.pair_roll[p] = [0.0; 4];
+                        }
                     }
                     continue;
                 }
@@ -328,7 +396,7 @@ impl CpuSim {
                     scale([wi[0], wi[1], wi[2]], pi[3]),
                     scale([wj[0], wj[1], wj[2]], pj[3]),
                 );
-                let (f, ft, xi) = contact_force_damped(
+                let c = contact_force_full(
                     n,
                     delta,
                     vr,
@@ -338,11 +406,40 @@ impl CpuSim {
                     [h[0], h[1], h[2]],
                     mode.dt_hist,
                 );
-                let arm = cross(ft, n);
+                let (f, xi) = (c.force, c.xi);
+                let arm = cross(c.ft, n);
                 list.pair_force[p] = [f[0], f[1], f[2], 0.0];
                 list.pair_torque[p] = [arm[0], arm[1], arm[2], 0.0];
                 if mode.commit {
                     list.pair_hist[p] = [xi[0], xi[1], xi[2], h[3]];
+                }
+                if rolling != ROLL_NONE {
+                    let mj = s.meta[j];
+                    let mu_roll =
+                        self.pairs[(mi[1] * params.material_count + mj[1]) as usize].mu_roll;
+                    let stored = if rolling == ROLL_EPSD2 {
+                        let r = list.pair_roll[p];
+                        [r[0], r[1], r[2]]
+                    } else {
+                        [0.0; 3]
+                    };
+                    let w_rel = [wi[0] - wj[0], wi[1] - wj[1], wi[2] - wj[2]];
+                    let (m, new) = rolling_torque(
+                        rolling,
+                        n,
+                        w_rel,
+                        c.kt,
+                        c.kn_delta,
+                        c.fn_mag,
+                        pi[3] * pj[3] / rsum,
+                        mu_roll,
+                        stored,
+                        mode.dt_hist,
+                    );
+                    list.pair_roll_m[p] = [m[0], m[1], m[2], 0.0];
+                    if mode.commit && rolling == ROLL_EPSD2 {
+                        list.pair_roll[p] = [new[0], new[1], new[2], 0.0];
+                    }
                 }
                 touching += 1;
             }
@@ -368,14 +465,21 @@ impl CpuSim {
             };
             let mut t = [0.0f32; 3];
             let first3 = |v: [f32; 4]| [v[0], v[1], v[2]];
+            let rolling = params.rolling_model;
             for p in list.pair_start[i] as usize..list.pair_start[i + 1] as usize {
                 f = add(f, first3(list.pair_force[p]));
                 t = add(t, scale(first3(list.pair_torque[p]), pi[3]));
+                if rolling != ROLL_NONE {
+                    t = sub(t, first3(list.pair_roll_m[p]));
+                }
             }
             for q in list.low_start[i] as usize..list.low_start[i + 1] as usize {
                 let p = list.low_index[q] as usize;
                 f = sub(f, first3(list.pair_force[p]));
                 t = add(t, scale(first3(list.pair_torque[p]), pi[3]));
+                if rolling != ROLL_NONE {
+                    t = add(t, first3(list.pair_roll_m[p]));
+                }
             }
             let mask = list.wall_mask[i];
             let reached = (0..walls).filter(|&w| w >= 32 || mask & (1 << w) != 0);
@@ -383,29 +487,54 @@ impl CpuSim {
                 let wall = &self.walls[w];
                 let slot = i * walls + w;
                 let mut xi = [0.0; 3];
+                let mut roll_new = [0.0; 3];
                 let delta = pi[3] - (dot(wall.normal, first3(pi)) - wall.offset);
                 if vi[3] > 0.0 && time < wall.remove_at && delta > 0.0 {
                     let pair = &self.pairs
                         [(s.meta[i][1] * params.material_count + wall.material) as usize];
-                    let (fw, ft, x) = contact_force(
+                    let hertz = params.contact_model == HERTZ;
+                    let k = pair_constants(pair, hertz, pi[3], 1.0 / vi[3]);
+                    let c = contact_force_full(
                         wall.normal,
                         delta,
                         first3(vi),
                         scale(first3(wi), pi[3]),
-                        1.0 / vi[3],
-                        pi[3],
-                        pair,
-                        params.contact_model == HERTZ,
+                        k,
+                        hertz,
                         first3(list.wall_hist[slot]),
                         mode.dt_hist,
                     );
-                    f = add(f, fw);
-                    t = add(t, scale(cross(ft, wall.normal), pi[3]));
-                    xi = x;
+                    f = add(f, c.force);
+                    t = add(t, scale(cross(c.ft, wall.normal), pi[3]));
+                    xi = c.xi;
+                    if rolling != ROLL_NONE {
+                        let stored = if rolling == ROLL_EPSD2 {
+                            first3(list.wall_roll[slot])
+                        } else {
+                            [0.0; 3]
+                        };
+                        let (m, new) = rolling_torque(
+                            rolling,
+                            wall.normal,
+                            first3(wi),
+                            c.kt,
+                            c.kn_delta,
+                            c.fn_mag,
+                            pi[3],
+                            pair.mu_roll,
+                            stored,
+                            mode.dt_hist,
+                        );
+                        t = sub(t, m);
+                        roll_new = new;
+                    }
                     wall_touching += 1;
                 }
                 if mode.commit {
                     list.wall_hist[slot] = [xi[0], xi[1], xi[2], 0.0];
+                    if rolling == ROLL_EPSD2 {
+                        list.wall_roll[slot] = [roll_new[0], roll_new[1], roll_new[2], 0.0];
+                    }
                 }
             }
             s.force[i] = [f[0], f[1], f[2], 0.0];

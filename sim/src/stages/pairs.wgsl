@@ -120,12 +120,19 @@ fn save_list(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
     let cap = atomicLoad(&list_state[LS_CAPACITY]);
     let end = min(pair_start[i + 1u], cap);
+    let roll = ROLLING_MODEL == ROLL_EPSD2;
     for (var p = pair_start[i]; p < end; p = p + 1u) {
         old_hist[p] = pair_hist[p];
+        if (roll) {
+            old_roll[p] = pair_roll[p];
+        }
     }
     let w0 = i * params.wall_count;
     for (var w = 0u; w < params.wall_count; w = w + 1u) {
         wall_hist_old[w0 + w] = wall_hist[w0 + w];
+        if (roll) {
+            wall_roll_old[w0 + w] = wall_roll[w0 + w];
+        }
     }
 }
 
@@ -158,6 +165,9 @@ fn commit_reorder(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     let src = sorted_index[k];
     for (var w = 0u; w < params.wall_count; w = w + 1u) {
         wall_hist[k * params.wall_count + w] = wall_hist_old[src * params.wall_count + w];
+        if (ROLLING_MODEL == ROLL_EPSD2) {
+            wall_roll[k * params.wall_count + w] = wall_roll_old[src * params.wall_count + w];
+        }
     }
     wall_mask[k] = walls_within_reach(pos_out[k], vel_out[k].w);
 }
@@ -229,6 +239,27 @@ fn carried_spring(i: u32, j: u32) -> vec3<f32> {
     return vec3<f32>(0.0);
 }
 
+// The stored rolling torque the old list held for the pair (i, j), in i's
+// view (carried_spring's search, reading the torques beside the springs).
+fn carried_roll(i: u32, j: u32) -> vec3<f32> {
+    let cap = atomicLoad(&list_state[LS_CAPACITY]);
+    let id_i = pinfo[i].x;
+    let id_j = pinfo[j].x;
+    let oi = sorted_index[i];
+    let oj = sorted_index[j];
+    for (var p = old_start[oi]; p < min(old_start[oi + 1u], cap); p = p + 1u) {
+        if (bitcast<u32>(old_hist[p].w) == id_j) {
+            return old_roll[p].xyz;
+        }
+    }
+    for (var p = old_start[oj]; p < min(old_start[oj + 1u], cap); p = p + 1u) {
+        if (bitcast<u32>(old_hist[p].w) == id_i) {
+            return -old_roll[p].xyz;
+        }
+    }
+    return vec3<f32>(0.0);
+}
+
 const OP_COUNT: u32 = 0u;
 const OP_FILL: u32 = 1u;
 const OP_LOW: u32 = 2u;
@@ -248,6 +279,9 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
             pair_i[p] = i;
             pair_j[p] = j;
             pair_hist[p] = vec4<f32>(carried_spring(i, j), bitcast<f32>(pinfo[j].x));
+            if (ROLLING_MODEL == ROLL_EPSD2) {
+                pair_roll[p] = vec4<f32>(carried_roll(i, j), 0.0);
+            }
             pair_const[p] = pair_constants(mi.y, pinfo[j].y, inv_mass_i + vel[j].w, pi.w, pos[j].w);
         }
         (*walk).up = (*walk).up + 1u;
@@ -392,11 +426,18 @@ fn pair_force_of(p: u32) -> bool {
     let dist2 = dot(d, d);
     let rsum = pi.w + pj.w;
     let h = pair_hist[p];
+    let rolling = ROLLING_MODEL != ROLL_NONE;
     if (dist2 >= rsum * rsum) {
         pair_force[p] = vec4<f32>(0.0);
         pair_torque[p] = vec4<f32>(0.0);
+        if (rolling) {
+            pair_roll_m[p] = vec4<f32>(0.0);
+        }
         if (mode.commit != 0u) {
             pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
+            if (ROLLING_MODEL == ROLL_EPSD2) {
+                pair_roll[p] = vec4<f32>(0.0);
+            }
         }
         return false;
     }
@@ -422,6 +463,18 @@ fn pair_force_of(p: u32) -> bool {
     pair_torque[p] = vec4<f32>(cross(out.ft, n), 0.0);
     if (mode.commit != 0u) {
         pair_hist[p] = vec4<f32>(out.xi, h.w);
+    }
+    if (rolling) {
+        let mu_roll = pairs[(pinfo[i].y * params.material_count + pinfo[j].y) * 2u + 1u].y;
+        var stored = vec3<f32>(0.0);
+        if (ROLLING_MODEL == ROLL_EPSD2) {
+            stored = pair_roll[p].xyz;
+        }
+        let r = rolling_torque(n, wi.xyz - wj.xyz, out.kt, out.kn_delta, out.fn_mag, pi.w * pj.w / rsum, mu_roll, stored, mode.dt_hist);
+        pair_roll_m[p] = vec4<f32>(r.m, 0.0);
+        if (mode.commit != 0u && ROLLING_MODEL == ROLL_EPSD2) {
+            pair_roll[p] = vec4<f32>(r.stored, 0.0);
+        }
     }
     return true;
 }
@@ -466,14 +519,21 @@ fn sum_particle(i: u32, then: u32) {
         f = vec3<f32>(params.gravity_x, params.gravity_y, params.gravity_z) * (1.0 / vi.w);
     }
     var t = vec3<f32>(0.0);
+    let rolling = ROLLING_MODEL != ROLL_NONE;
     for (var p = pair_start[i]; p < pair_start[i + 1u]; p = p + 1u) {
         f = f + pair_force[p].xyz;
         t = t + pair_torque[p].xyz * pi.w;
+        if (rolling) {
+            t = t - pair_roll_m[p].xyz;
+        }
     }
     for (var q = low_start[i]; q < low_start[i + 1u]; q = q + 1u) {
         let p = low_index[q];
         f = f - pair_force[p].xyz;
         t = t + pair_torque[p].xyz * pi.w;
+        if (rolling) {
+            t = t + pair_roll_m[p].xyz;
+        }
     }
     let time = kernel_time();
     let material = pinfo[i].y;
@@ -493,6 +553,7 @@ fn sum_particle(i: u32, then: u32) {
         }
         let slot = i * params.wall_count + w;
         var xi = vec3<f32>(0.0);
+        var roll_new = vec3<f32>(0.0);
         let wa = walls[w * 2u];
         let wb = walls[w * 2u + 1u];
         let delta = pi.w - (dot(wa.xyz, pi.xyz) - wa.w);
@@ -502,10 +563,23 @@ fn sum_particle(i: u32, then: u32) {
             f = f + out.f;
             t = t + cross(out.ft, wa.xyz) * pi.w;
             xi = out.xi;
+            if (rolling) {
+                // The wall does not spin: the particle's spin is the relative one.
+                var stored = vec3<f32>(0.0);
+                if (ROLLING_MODEL == ROLL_EPSD2) {
+                    stored = wall_roll[slot].xyz;
+                }
+                let r = rolling_torque(wa.xyz, wi.xyz, out.kt, out.kn_delta, out.fn_mag, pi.w, pairs[k + 1u].y, stored, mode.dt_hist);
+                t = t - r.m;
+                roll_new = r.stored;
+            }
             wall_touching = wall_touching + 1u;
         }
         if (mode.commit != 0u) {
             wall_hist[slot] = vec4<f32>(xi, 0.0);
+            if (ROLLING_MODEL == ROLL_EPSD2) {
+                wall_roll[slot] = vec4<f32>(roll_new, 0.0);
+            }
         }
     }
     force[i] = vec4<f32>(f, 0.0);
