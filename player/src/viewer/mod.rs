@@ -127,6 +127,10 @@ pub fn run_viewer(options: ViewerOptions) -> Result<(), PlayerError> {
 struct Live {
     /// Hertz-Mindlin materials (the scale is then on the moduli).
     hertz: bool,
+    /// Whether the scene has rolling resistance (its law is fixed at the start).
+    rolling: bool,
+    /// Coefficient of rolling friction.
+    rolling_friction: f32,
     gravity: [f32; 3],
     stiffness_scale: f32,
     restitution: f32,
@@ -142,6 +146,8 @@ impl Live {
         let restitution = crate::sim::setup::restitution_of(&p, hertz);
         Self {
             hertz,
+            rolling: s.rolling_model != crate::sim::stages::common::ROLL_NONE,
+            rolling_friction: p.mu_roll,
             gravity: s.gravity,
             stiffness_scale: 1.0,
             restitution,
@@ -160,6 +166,11 @@ impl Live {
                 kn: p.kn * self.stiffness_scale,
                 kt: p.kt * self.stiffness_scale,
                 mu: self.friction,
+                mu_roll: if self.rolling {
+                    self.rolling_friction
+                } else {
+                    0.0
+                },
                 damping_ratio2: if p.damping_abs > 0.0 { 0.0 } else { r2 },
                 ..*p
             })
@@ -411,8 +422,10 @@ impl WindowState {
         params.gravity = live.gravity;
         params.dt = live.dt as f32;
         let pairs = live.pairs(&self.playing.setup.pairs);
-        if let crate::sim::Engine::Gpu(g) = self.playing.sim.engine_mut() {
-            g.update_parameters(&params, &pairs);
+        match self.playing.sim.engine_mut() {
+            crate::sim::Engine::Gpu(g) => g.update_parameters(&params, &pairs),
+            crate::sim::Engine::Cpu(c) => c.update_parameters(&params, &pairs),
+            crate::sim::Engine::Blocks(b) => b.host.update_parameters(&params, &pairs),
         }
     }
 

@@ -61,6 +61,12 @@ impl WindowState {
                 changed |= ui
                     .add(egui::Slider::new(&mut live.friction, 0.0..=1.5))
                     .changed();
+                if live.rolling {
+                    ui.label("rolling friction");
+                    changed |= ui
+                        .add(egui::Slider::new(&mut live.rolling_friction, 0.0..=1.0))
+                        .changed();
+                }
                 ui.label("time step (s)");
                 changed |= ui
                     .add(egui::Slider::new(&mut live.dt, 1e-6..=1e-3).logarithmic(true))

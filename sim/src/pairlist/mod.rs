@@ -201,6 +201,17 @@ impl PairListSim {
         }
     }
 
+    /// Applies new gravity and time step (of `params`; the rest stays this
+    /// simulation's) and material pairs without restarting (the viewer's
+    /// live controls). The list caches its pairs' constants, so the next
+    /// evaluation rebuilds it.
+    pub fn update_parameters(&mut self, params: &Params, pairs: &[PairParams]) {
+        self.params.gravity = params.gravity;
+        self.params.dt = params.dt;
+        self.pairs = pairs.to_vec();
+        self.max_disp2 = f32::INFINITY;
+    }
+
     /// Builds the first list and evaluates the first forces with `source`.
     pub fn prime_with(&mut self, source: &mut impl ForceSource) -> Result<(), SimError> {
         self.rebuild();
