@@ -6,6 +6,7 @@
 mod cases;
 mod harness;
 mod report;
+mod validate;
 
 use std::path::PathBuf;
 
@@ -33,6 +34,13 @@ struct Cli {
     /// Only run groups whose name contains this.
     #[arg(long)]
     filter: Option<String>,
+    /// Instead of the benchmarks: compare Pellet's physics with LIGGGHTS on
+    /// matched decks and write `--validation-out`.
+    #[arg(long)]
+    validate: bool,
+    /// Markdown output of `--validate`.
+    #[arg(long, default_value = "docs/validation.md")]
+    validation_out: PathBuf,
 }
 
 /// Rows of an earlier run's JSON report (none if it is missing or unreadable).
@@ -66,6 +74,9 @@ fn group_order(group: &str) -> usize {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if cli.validate {
+        return validate::run(&cli.validation_out);
+    }
     let samples = cli.samples.unwrap_or(if cli.quick { 3 } else { 11 });
     let particles = if cli.quick { 100_000 } else { 1_000_000 };
     let wanted = |group: &str| cli.filter.as_deref().is_none_or(|f| group.contains(f));

@@ -55,13 +55,18 @@ pub fn column_particles() -> Vec<[f64; 3]> {
     out
 }
 
-/// The Pellet scene; its particles come from `column.csv` beside it.
-fn scene_toml(gate_open_s: f64) -> String {
+/// The benchmark's material (as `liggghts_column.in`).
+pub const HOOKE_MATERIAL: &str =
+    "density = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5";
+
+/// The Pellet scene with the default material's fields `material`; its
+/// particles come from `column.csv` beside it.
+fn scene_toml_with(gate_open_s: f64, material: &str) -> String {
     format!(
         "name = \"column\"\ndescription = \"4224 spheres of 5 mm collapse when a gate opens\"\n\
          [simulation]\nparticle_radius = {r}\ngravity = [0, -9.81, 0]\ntime_step = 1e-5\n\
          [domain]\nmin = [0, 0, 0]\nmax = [0.3, 0.25, 0.044]\n\
-         [materials.default]\ndensity = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5\n\
+         [materials.default]\n{material}\n\
          [[particles]]\nfile = \"column.csv\"\n\
          [[walls]]\nname = \"gate\"\npoint = [0.066, 0, 0]\nnormal = [-1, 0, 0]\nremove_at = {gate_open_s}\n",
         r = DIAMETER / 2.0
@@ -73,6 +78,15 @@ fn scene_toml(gate_open_s: f64) -> String {
 fn write_inputs(
     dir: &Path,
     settle: u32,
+) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    write_inputs_with(dir, settle, HOOKE_MATERIAL)
+}
+
+/// [`write_inputs`] with the default material's fields `material`.
+pub fn write_inputs_with(
+    dir: &Path,
+    settle: u32,
+    material: &str,
 ) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
     let particles = column_particles();
     let mut csv = String::from("x,y,z,radius\n");
@@ -104,7 +118,7 @@ fn write_inputs(
     let data_file = dir.join("column.data");
     std::fs::write(dir.join("column.csv"), csv)?;
     std::fs::write(&data_file, data)?;
-    std::fs::write(&scene, scene_toml(f64::from(settle) * 1e-5))?;
+    std::fs::write(&scene, scene_toml_with(f64::from(settle) * 1e-5, material))?;
     Ok((scene, data_file))
 }
 
