@@ -277,7 +277,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
            then; Pellet clears them when the pair parts.\n\
          - The linear case differs more than the Hertz one (up to 6 % on the 90th percentile);\n\
            the wall damping above is one known cause, not measured apart from the others.\n\
-         - Periodic boundaries are not simulated yet, so the periodic comparison is missing.\n",
+         - A column with a periodic lateral axis is not in this comparison yet.\n",
     );
     std::fs::write(out, md).with_context(|| out.display().to_string())?;
     eprintln!("validate: wrote {}", out.display());

@@ -295,56 +295,67 @@ fn cpu_runs_are_bit_identical_on_every_instruction_set() {
     // A touching pack under slanted gravity: walls, sliding contacts and
     // their springs from the first step, and enough particles for the
     // parallel passes; above it two particles with the same centre, which
-    // the contact pushes apart along y by their ids.
-    let path = dir.path().join("pack.toml");
+    // the contact pushes apart along y by their ids. Then the same pack
+    // periodic along x and z (pairs across the boundaries at the minimum
+    // image) with rolling friction (the rolling lanes).
     std::fs::write(
         dir.path().join("twins.csv"),
         "0.17,0.45,0.17\n0.17,0.45,0.17\n",
     )
     .unwrap();
-    std::fs::write(
-        &path,
-        "name = \"pack17\"\n[simulation]\nparticle_radius = 0.01\ngravity = [3, -9.81, 1.5]\n\
-         time_step = 1e-5\n[domain]\nmin = [0, 0, 0]\nmax = [0.34, 0.5, 0.34]\n\
-         [materials.default]\ndensity = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5\n\
-         [[particles]]\nregion = { min = [0, 0, 0], max = [0.34, 0.34, 0.34] }\nspacing = 0.02\n\
-         [[particles]]\nfile = \"twins.csv\"\n",
-    )
-    .unwrap();
-    let mut saved = Vec::new();
-    for level in ["auto", "avx2", "portable"] {
-        let save = dir.path().join(format!("{level}.pellet"));
-        let out = Command::new(env!("CARGO_BIN_EXE_player"))
-            .args([
-                "run",
-                path.to_str().unwrap(),
-                "--headless",
-                "--backend",
-                "cpu",
-            ])
-            .args(["--steps", "300", "--save", save.to_str().unwrap()])
-            .env("PELLET_SIMD", level)
-            .env("RAYON_NUM_THREADS", "2")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{level}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let state: SimState = read_asset(&save, &Default::default()).unwrap();
-        let n = 17 * 17 * 17;
-        assert_eq!(state.positions.len(), n + 2);
-        // The twins moved apart along y only (gravity moves both alike).
-        let (a, b) = (state.positions[n], state.positions[n + 1]);
-        let gap = (a[1] - b[1]).abs();
-        assert!(
-            a[0] == b[0] && a[2] == b[2] && gap > 1e-3 && a[1].min(b[1]) > 0.36,
-            "{level}: twins {a:?} {b:?}"
-        );
-        saved.push((level, std::fs::read(&save).unwrap()));
-    }
-    for (level, bytes) in &saved[1..] {
-        assert!(bytes == &saved[0].1, "{level} differs from auto");
+    let scene = |periodic: &str, material: &str| {
+        format!(
+            "name = \"pack17\"\n[simulation]\nparticle_radius = 0.01\ngravity = [3, -9.81, 1.5]\n\
+             time_step = 1e-5\n[domain]\nmin = [0, 0, 0]\nmax = [0.34, 0.5, 0.34]\n{periodic}\n\
+             [materials.default]\ndensity = 2500\nstiffness = 10000\nrestitution = 0.5\nfriction = 0.5\n{material}\n\
+             [[particles]]\nregion = {{ min = [0, 0, 0], max = [0.34, 0.34, 0.34] }}\nspacing = 0.02\n\
+             [[particles]]\nfile = \"twins.csv\"\n"
+        )
+    };
+    for (name, text) in [
+        ("walled", scene("", "")),
+        (
+            "periodic",
+            scene("periodic = [true, false, true]", "rolling_friction = 0.1"),
+        ),
+    ] {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let mut saved = Vec::new();
+        for level in ["auto", "avx2", "portable"] {
+            let save = dir.path().join(format!("{name}-{level}.pellet"));
+            let out = Command::new(env!("CARGO_BIN_EXE_player"))
+                .args([
+                    "run",
+                    path.to_str().unwrap(),
+                    "--headless",
+                    "--backend",
+                    "cpu",
+                ])
+                .args(["--steps", "300", "--save", save.to_str().unwrap()])
+                .env("PELLET_SIMD", level)
+                .env("RAYON_NUM_THREADS", "2")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name} {level}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let state: SimState = read_asset(&save, &Default::default()).unwrap();
+            let n = 17 * 17 * 17;
+            assert_eq!(state.positions.len(), n + 2);
+            // The twins moved apart along y only (gravity moves both alike).
+            let (a, b) = (state.positions[n], state.positions[n + 1]);
+            let gap = (a[1] - b[1]).abs();
+            assert!(
+                a[0] == b[0] && a[2] == b[2] && gap > 1e-3 && a[1].min(b[1]) > 0.36,
+                "{name} {level}: twins {a:?} {b:?}"
+            );
+            saved.push((level, std::fs::read(&save).unwrap()));
+        }
+        for (level, bytes) in &saved[1..] {
+            assert!(bytes == &saved[0].1, "{name}: {level} differs from auto");
+        }
     }
 }

@@ -44,9 +44,9 @@ fn params_members() -> Vec<(&'static str, usize)> {
         ("hi_z", offset_of!(Params, domain_max) + 2 * f),
         ("contact_model", offset_of!(Params, contact_model)),
         ("rolling_model", offset_of!(Params, rolling_model)),
-        ("pad3_0", offset_of!(Params, pad3)),
-        ("pad3_1", offset_of!(Params, pad3) + f),
-        ("pad3_2", offset_of!(Params, pad3) + 2 * f),
+        ("periodic", offset_of!(Params, periodic)),
+        ("pad3_1", offset_of!(Params, pad3)),
+        ("pad3_2", offset_of!(Params, pad3) + f),
     ]
 }
 

@@ -190,6 +190,11 @@ impl GpuSim {
         shaders: &SimShaders,
         listing: Listing,
     ) -> Result<Self, SimError> {
+        if setup.periodic != 0 {
+            return Err(SimError::Unsupported(
+                "periodic domains run on the CPU backend for now: add --backend cpu",
+            ));
+        }
         let stages = shaders.compile()?;
         let list_setup;
         let setup = match listing {

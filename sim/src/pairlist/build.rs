@@ -21,11 +21,20 @@ const TARGET_SLABS: usize = 64;
 /// the build left for the steps until the next one.
 #[derive(Debug, Clone, Default)]
 pub struct NeighbourList {
-    /// Cell edge, metres (`2 r_max + skin`).
+    /// Cell edge, metres (`2 r_max + skin`; along a periodic axis a little
+    /// more, so that a whole number of cells spans the period).
     pub cell_size: f32,
     origin: [f32; 3],
-    /// Axes in key order, major first.
+    /// Axes in key order, major first (the major one is never periodic).
     axes: [usize; 3],
+    /// `1 / cell edge` along each world axis.
+    inv_cell: [f32; 3],
+    /// Cells along each world axis when it is periodic, else 0.
+    wrap: [i64; 3],
+    /// The period along each world axis (0 when not periodic), metres.
+    pub period: [f32; 3],
+    /// `1 / period` (0 when not periodic).
+    pub inv_period: [f32; 3],
     /// Pairs of particle `i` are `row[i]..row[i + 1]`.
     pub row: Vec<u32>,
     /// First particle of each pair (the wide prefilter loads it by blocks).
@@ -101,14 +110,41 @@ impl NeighbourList {
             .map(|p| p[3])
             .fold(0.0f32, f32::max);
         let cell_size = (2.0 * r_max + setup.skin.max(0.0)).max(f32::MIN_POSITIVE);
-        // The longest axis of the domain is the major one: the most slabs.
+        // The longest non-periodic axis of the domain is the major one: the
+        // most slabs, and a pair reaches at most the next layer along it.
         let extent: [f32; 3] = std::array::from_fn(|a| setup.domain_max[a] - setup.domain_min[a]);
+        let periodic = |a: usize| setup.periodic & (1 << a) != 0;
         let mut axes = [2, 1, 0];
-        axes.sort_by(|&a, &b| extent[b].total_cmp(&extent[a]).then(b.cmp(&a)));
+        axes.sort_by(|&a, &b| {
+            periodic(a)
+                .cmp(&periodic(b))
+                .then(extent[b].total_cmp(&extent[a]))
+                .then(b.cmp(&a))
+        });
+        let wrap: [i64; 3] = std::array::from_fn(|a| {
+            if periodic(a) {
+                ((extent[a] / cell_size).floor() as i64).max(1)
+            } else {
+                0
+            }
+        });
+        let inv_cell = std::array::from_fn(|a| {
+            if wrap[a] > 0 {
+                wrap[a] as f32 / extent[a]
+            } else {
+                1.0 / cell_size
+            }
+        });
+        let period = std::array::from_fn(|a| if periodic(a) { extent[a] } else { 0.0 });
+        let inv_period = std::array::from_fn(|a| if periodic(a) { 1.0 / extent[a] } else { 0.0 });
         Self {
             cell_size,
             origin: setup.domain_min,
             axes,
+            inv_cell,
+            wrap,
+            period,
+            inv_period,
             ..Self::default()
         }
     }
@@ -116,17 +152,40 @@ impl NeighbourList {
     /// Cell coordinates (major, middle, minor) of a position.
     #[inline]
     fn coords(&self, p: &[f32; 4]) -> [i64; 3] {
-        let inv = 1.0 / self.cell_size;
         self.axes.map(|a| {
-            let c = ((p[a] - self.origin[a]) * inv).floor();
+            let c = ((p[a] - self.origin[a]) * self.inv_cell[a]).floor();
             // NaN and huge values clamp to the edge cells (caught by the
             // non-finite and escape checks, never by an overflow here).
             if c.is_nan() {
                 1
+            } else if self.wrap[a] > 0 {
+                // A periodic axis: cells 1..=D, wrapped (body particles are
+                // not wrapped into the box, free ones only at a build).
+                (c.clamp(-1e15, 1e15) as i64).rem_euclid(self.wrap[a]) + 1
             } else {
                 (c as i64).saturating_add(1).clamp(1, COORD_MAX)
             }
         })
+    }
+
+    /// Whether any axis is periodic.
+    pub fn is_periodic(&self) -> bool {
+        self.period.iter().any(|&l| l > 0.0)
+    }
+
+    /// `pj` moved by whole periods so that `pi - pj` is the minimum image
+    /// (the arithmetic of the force lanes: subtract, multiply, round half
+    /// to even, multiply, add).
+    #[inline]
+    pub fn image_of(&self, pi: &[f32; 4], pj: [f32; 4]) -> [f32; 4] {
+        let mut out = pj;
+        for a in 0..3 {
+            if self.period[a] > 0.0 {
+                let k = ((pi[a] - pj[a]) * self.inv_period[a]).round_ties_even();
+                out[a] = pj[a] + k * self.period[a];
+            }
+        }
+        out
     }
 
     /// Number of listed pairs.
@@ -144,6 +203,24 @@ impl NeighbourList {
 fn key(c: [i64; 3]) -> u64 {
     ((c[0] as u64) << 42) | ((c[1] as u64) << 21) | c[2] as u64
 }
+
+/// The 13 cells after a cell in key order (major, middle, minor offsets):
+/// the half shell a pair is listed from.
+const HALF_SHELL: [(i64, i64, i64); 13] = [
+    (0, 0, 1),
+    (0, 1, -1),
+    (0, 1, 0),
+    (0, 1, 1),
+    (1, -1, -1),
+    (1, -1, 0),
+    (1, -1, 1),
+    (1, 0, -1),
+    (1, 0, 0),
+    (1, 0, 1),
+    (1, 1, -1),
+    (1, 1, 0),
+    (1, 1, 1),
+];
 
 /// One pair at the build: `(i, j, material pair, constants, spring,
 /// stored rolling torque)`.
@@ -269,6 +346,25 @@ impl PairListSim {
         }
         let carried_wall_rolls = CarriedSprings::new(n, wall_rolls);
 
+        // Free particles back into the box along periodic axes (their
+        // displacement restarts here; body particles follow their bodies).
+        if self.list.is_periodic() {
+            let (period, lo) = (self.list.period, self.params.domain_min);
+            for (p, m) in self.state.pos.iter_mut().zip(&self.state.meta) {
+                if m[2] != FREE {
+                    continue;
+                }
+                for a in 0..3 {
+                    if period[a] > 0.0 {
+                        let k = ((p[a] - lo[a]) / period[a]).floor();
+                        if k != 0.0 && k.is_finite() {
+                            p[a] -= k * period[a];
+                        }
+                    }
+                }
+            }
+        }
+
         // Sort by cell (major axis first), then by id: the order depends on
         // the positions only.
         let list = &self.list;
@@ -342,6 +438,7 @@ impl PairListSim {
         let table = &self.pairs;
         let hertz = self.params.contact_model == HERTZ;
         let cells: Vec<usize> = (0..cell_key.len()).collect();
+        let periodic = self.list.is_periodic();
         let find = |k: u64| cell_key.partition_point(|&x| x < k);
         // One output vector per block of 256 cells (not per cell: small
         // scenes rebuild often, and allocations would dominate).
@@ -364,10 +461,34 @@ impl PairListSim {
                         (key([a + 1, b, cc - 1]), key([a + 1, b, cc + 1])),
                         (key([a + 1, b + 1, cc - 1]), key([a + 1, b + 1, cc + 1])),
                     ];
-                    let spans: [(usize, usize); 5] = ranges.map(|(lo, hi)| {
-                        let (x, y) = (find(lo), find(hi + 1));
-                        (cell_start[x] as usize, cell_start[y] as usize)
-                    });
+                    let mut spans: Vec<(usize, usize)> = ranges
+                        .iter()
+                        .map(|&(lo, hi)| {
+                            let (x, y) = (find(lo), find(hi + 1));
+                            (cell_start[x] as usize, cell_start[y] as usize)
+                        })
+                        .collect();
+                    if periodic {
+                        // The same 13 cells one by one, coordinates wrapped
+                        // along the periodic axes (a wrapped key range is not
+                        // contiguous).
+                        spans.clear();
+                        for (da, db, dc) in HALF_SHELL {
+                            let c = [a + da, b + db, cc + dc];
+                            let c = std::array::from_fn(|k| {
+                                let d = list.wrap[list.axes[k]];
+                                if d > 0 {
+                                    (c[k] - 1).rem_euclid(d) + 1
+                                } else {
+                                    c[k]
+                                }
+                            });
+                            let x = find(key(c));
+                            if x < cell_key.len() && cell_key[x] == key(c) {
+                                spans.push((cell_start[x] as usize, cell_start[x + 1] as usize));
+                            }
+                        }
+                    }
                     let (first, end) = (cell_start[c] as usize, cell_start[c + 1] as usize);
                     for i in first..end {
                         let (pi, vi, mi) = (pos[i], vel[i], meta[i]);
@@ -376,6 +497,7 @@ impl PairListSim {
                             for j in j0..j1 {
                                 let (pj, vj, mj) = (pos[j], vel[j], meta[j]);
                                 let reach = pi[3] + pj[3] + skin;
+                                let pj = if periodic { list.image_of(&pi, pj) } else { pj };
                                 let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
                                 if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] >= reach * reach {
                                     continue;

@@ -165,6 +165,9 @@ pub struct ListedBlock<'a> {
     pub base: u32,
     /// First pair of the slab (its springs start there).
     pub k0: usize,
+    /// The period along each axis (0: not periodic) and its inverse: the
+    /// partners' positions move to the minimum image.
+    pub period: Option<([f32; 3], [f32; 3])>,
 }
 
 /// The wide prefilter for the listed pairs `k..end` (at most [`LANES`]):
@@ -309,6 +312,24 @@ unsafe fn prefilter512(
             gather_pair512(p, vp, 0, valid),
             gather_pair512(p, vp, 1, valid),
         );
+        let (jx, jy, jz) = match src.period {
+            // Minimum image: pj + L round((pi - pj) / L), as `image_of`.
+            Some((period, inv)) => {
+                let image = |i: __m512, j: __m512, a: usize| {
+                    if period[a] > 0.0 {
+                        let d = _mm512_sub_ps(i, j);
+                        let k = _mm512_roundscale_ps::<
+                            { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+                        >(_mm512_mul_ps(d, _mm512_set1_ps(inv[a])));
+                        _mm512_add_ps(j, _mm512_mul_ps(k, _mm512_set1_ps(period[a])))
+                    } else {
+                        j
+                    }
+                };
+                (image(ix, jx, 0), image(iy, jy, 1), image(iz, jz, 2))
+            }
+            None => (jx, jy, jz),
+        };
         let (pi, pj) = ([ix, iy, iz, iw], [jx, jy, jz, jw]);
         let dist2 = dist2_512([ix, iy, iz], [jx, jy, jz]);
         let rsum = _mm512_add_ps(pi[3], pj[3]);
@@ -689,6 +710,7 @@ mod tests {
                     partner: &partner,
                     base,
                     k0,
+                    period: None,
                 };
                 let [sx, sy, sz] = &mut spring[..] else {
                     unreachable!()

@@ -31,6 +31,23 @@ fn split_ranges<'a, T>(mut v: &'a mut [T], ranges: &[(usize, usize)]) -> Vec<&'a
     out
 }
 
+/// `pj` at the minimum image of `pi` (`NeighbourList::image_of`), or as it
+/// is without periods.
+#[inline(always)]
+fn image(period: Option<([f32; 3], [f32; 3])>, pi: &[f32; 4], pj: [f32; 4]) -> [f32; 4] {
+    let Some((period, inv)) = period else {
+        return pj;
+    };
+    let mut out = pj;
+    for a in 0..3 {
+        if period[a] > 0.0 {
+            let k = ((pi[a] - pj[a]) * inv[a]).round_ties_even();
+            out[a] = pj[a] + k * period[a];
+        }
+    }
+    out
+}
+
 #[inline(always)]
 fn xyz(v: &[f32; 4]) -> V3 {
     [v[0], v[1], v[2]]
@@ -53,6 +70,9 @@ struct PairInputs<'a> {
     hertz: bool,
     /// Rolling resistance (`ROLL_*`).
     roll: u32,
+    /// Periods and their inverses (periodic domains): partners at the
+    /// minimum image.
+    period: Option<([f32; 3], [f32; 3])>,
     uniform_mu_roll: Option<f32>,
     mu_roll: &'a [f32],
 }
@@ -81,7 +101,7 @@ impl PairInputs<'_> {
             let pi = c.pos[i];
             for k in a..b {
                 let j = self.partner[k] as usize - base;
-                let pj = c.pos[j];
+                let pj = image(self.period, &pi, c.pos[j]);
                 // The lanes' own test, done first: listed pairs that do not
                 // touch only lose their spring (as the lanes would give them).
                 let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
@@ -137,6 +157,7 @@ impl PairInputs<'_> {
                     partner: self.partner,
                     base: base as u32,
                     k0,
+                    period: self.period,
                 };
                 let [sx, sy, sz] = &mut c.spring;
                 let [rx, ry, rz] = &mut c.roll;
@@ -226,6 +247,19 @@ impl PairInputs<'_> {
         };
         if positions {
             dispatch::fill_lanes(&src, idx, batch);
+            if let Some((period, inv)) = self.period {
+                // The partners at the minimum image, as the wide prefilter
+                // puts them in the lanes.
+                for l in 0..LANES {
+                    for a in 0..3 {
+                        if period[a] > 0.0 {
+                            let (pi, pj) = (batch.pi[a][l], batch.pj[a][l]);
+                            let k = ((pi - pj) * inv[a]).round_ties_even();
+                            batch.pj[a][l] = pj + k * period[a];
+                        }
+                    }
+                }
+            }
         } else {
             dispatch::fill_lanes_but_positions(&src, idx, batch);
         }
@@ -616,6 +650,7 @@ impl PairListSim {
             mode,
             hertz: params.contact_model == HERTZ,
             roll: params.rolling_model,
+            period: list.is_periodic().then_some((list.period, list.inv_period)),
             uniform_mu_roll: list.uniform_mu_roll,
             mu_roll: &list.mu_roll,
         };

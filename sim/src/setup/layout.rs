@@ -74,7 +74,8 @@ impl SimSetup {
             domain_max: self.domain_max,
             contact_model: self.contact_model,
             rolling_model: self.rolling_model,
-            pad3: [0; 3],
+            periodic: self.periodic,
+            pad3: [0; 2],
         }
     }
 }

@@ -138,6 +138,8 @@ pub struct SimSetup {
     /// whose centre is more than its radius beyond a closed face has gone
     /// through the wall: the run stops (`SimError::Escaped`).
     pub closed_faces: u32,
+    /// Periodic axes as bits (`1 << axis`; the CPU engine only, for now).
+    pub periodic: u32,
 }
 
 impl SimSetup {
@@ -165,9 +167,17 @@ impl SimSetup {
                 "rigid bodies are integrated with velocity Verlet only; set simulation.integrator = \"verlet\"",
             ));
         }
-        if scene.domain.periodic.iter().any(|&p| p) {
+        let periodic = (0..3)
+            .filter(|&a| scene.domain.periodic[a])
+            .fold(0u32, |m, a| m | (1 << a));
+        if periodic == 0b111 {
             return Err(SimError::Unsupported(
-                "periodic domains are not supported yet; set domain.periodic = [false, false, false]",
+                "a domain periodic on all three axes is not simulated yet: leave one axis non-periodic",
+            ));
+        }
+        if periodic != 0 && scene.simulation.integrator == Integrator::Rk2 {
+            return Err(SimError::Unsupported(
+                "periodic domains run with velocity Verlet: set simulation.integrator = \"verlet\"",
             ));
         }
         let mut material_names: Vec<String> = scene.materials.keys().cloned().collect();
@@ -290,7 +300,8 @@ impl SimSetup {
         let mut walls = Vec::new();
         let default_mat = index_of(DEFAULT_MATERIAL, "the domain")?;
         if scene.domain.walls {
-            for axis in 0..3 {
+            // The faces of periodic axes are not walls.
+            for axis in (0..3).filter(|&a| !scene.domain.periodic[a]) {
                 let mut n = [0.0f32; 3];
                 n[axis] = 1.0;
                 walls.push(WallParams {
@@ -462,6 +473,22 @@ impl SimSetup {
                 dt
             }
         };
+        // A periodic axis needs three neighbour cells (2 r_max + skin) or
+        // more: a particle must not meet two images of one partner.
+        let skin = scene.simulation.skin.unwrap_or(0.2 * max_radius.max(0.0));
+        let reach = 2.0 * max_radius.max(scene.simulation.particle_radius) + skin.max(0.0);
+        for a in (0..3).filter(|&a| periodic & (1 << a) != 0) {
+            let extent = scene.domain.max[a] - scene.domain.min[a];
+            if extent < 3.0 * reach {
+                return Err(SimError::BadValue {
+                    field: format!("domain.periodic ({} axis)", ["x", "y", "z"][a]),
+                    value: f64::from(extent),
+                    expected: format!(
+                        "a periodic axis must span at least three neighbour cells (3 x {reach:.4} m: the largest diameter plus the skin); make the domain longer along it"
+                    ),
+                });
+            }
+        }
         let slots = scene.simulation.contact_slots.unwrap_or(DEFAULT_SLOTS);
         if slots == 0 || slots > MAX_SLOTS {
             return Err(SimError::BadValue {
@@ -491,11 +518,12 @@ impl SimSetup {
             integrator: scene.simulation.integrator,
             slots,
             slots_set: scene.simulation.contact_slots.is_some(),
-            skin: scene.simulation.skin.unwrap_or(0.2 * max_radius.max(0.0)),
+            skin,
             duration: scene.simulation.duration,
             domain_min: scene.domain.min,
             domain_max: scene.domain.max,
             closed_faces,
+            periodic,
         })
     }
 

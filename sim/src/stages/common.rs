@@ -49,8 +49,11 @@ pub struct Params {
     pub contact_model: u32,
     /// Rolling resistance: [`ROLL_NONE`], [`ROLL_EPSD2`] or [`ROLL_CDT`].
     pub rolling_model: u32,
+    /// Periodic axes, as bits: `1 << axis` (the period is the domain's
+    /// extent along it).
+    pub periodic: u32,
     /// Padding to 16 bytes.
-    pub pad3: [u32; 3],
+    pub pad3: [u32; 2],
 }
 
 /// [`Params::rolling_model`]: no rolling resistance (every material's

@@ -42,7 +42,8 @@ struct Params {
     contact_model: u32,
     // Rolling resistance: ROLL_NONE, ROLL_EPSD2 or ROLL_CDT.
     rolling_model: u32,
-    pad3_0: u32,
+    // Periodic axes as bits (1 << axis): the CPU engine's; the GPU kernels do not read it yet.
+    periodic: u32,
     pad3_1: u32,
     pad3_2: u32,
 }

@@ -1,0 +1,279 @@
+//! Periodic boundaries (`[domain] periodic`) on the CPU engine: contacts
+//! across the boundary at the minimum image, particles that wrap, no
+//! contact missed against brute force, momentum conserved, and the scenes
+//! that are refused with one line.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{P, random_particles, setup};
+use pellet_player::sim::{GridMode, HostState, SimOptions, SimSetup, Simulation};
+
+/// A box `[0, 0.2]^3` periodic along `periodic`, walls on the other faces
+/// (`walls`), gravity `g` along y, and the default material's `material`.
+fn periodic_scene(periodic: &str, walls: bool, g: f32, material: &str, extra: &str) -> String {
+    format!(
+        "[simulation]\ngravity = [0, {g}, 0]\n{extra}\n[domain]\nmin = [0, 0, 0]\nmax = [0.2, 0.2, 0.2]\nperiodic = {periodic}\nwalls = {walls}\n[materials.default]\n{material}\n"
+    )
+}
+
+fn by_id(sim: &Simulation) -> HostState {
+    sim.host_state().unwrap().by_id()
+}
+
+#[test]
+fn particles_collide_across_a_periodic_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    // Particle 0 near the upper x face moving up, particle 1 near the lower
+    // face moving down: they meet across the boundary.
+    let s = setup(
+        dir.path(),
+        &periodic_scene(
+            "[true, false, false]",
+            true,
+            0.0,
+            "restitution = 0.7\nfriction = 0.5",
+            "",
+        ),
+        &[
+            ([0.185, 0.1, 0.1], [1.0, 0.0, 0.0], 0.01),
+            ([0.015, 0.1, 0.1], [-1.0, 0.0, 0.0], 0.01),
+        ],
+        GridMode::Auto,
+    );
+    let mut sim = Simulation::cpu(&s);
+    let steps = ((0.02 + 3.0 * s.contact_time) / s.dt).ceil() as u32;
+    sim.advance(steps).unwrap();
+    let st = by_id(&sim);
+    let e = -st.vel[0][0];
+    assert!((e - 0.7).abs() <= 0.02 * 0.7, "measured {e}");
+    assert!((st.vel[1][0] - 0.7).abs() <= 0.02 * 0.7, "{:?}", st.vel[1]);
+    assert!(sim.stats().unwrap().rebuilds >= 1);
+}
+
+#[test]
+fn a_particle_leaving_one_face_enters_the_opposite_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(
+        dir.path(),
+        &periodic_scene("[true, false, true]", true, 0.0, "friction = 0.5", ""),
+        &[([0.15, 0.1, 0.15], [1.0, 0.0, 0.5], 0.01)],
+        GridMode::Auto,
+    );
+    let mut sim = Simulation::cpu(&s);
+    // 0.2 s at 1 m/s along x: 0.2 m, once around; 0.1 m along z.
+    let steps = (0.2 / s.dt).round() as u32;
+    for _ in 0..10 {
+        sim.advance(steps / 10).unwrap();
+        let p = by_id(&sim).pos[0];
+        // Within the box up to the skin's half between rebuilds.
+        for a in [0, 2] {
+            assert!(p[a] > -0.01 && p[a] < 0.21, "{p:?}");
+        }
+    }
+    let p = by_id(&sim).pos[0];
+    let t = f64::from(steps / 10 * 10) * s.dt;
+    let expect = |x0: f64, v: f64| (x0 + v * t).rem_euclid(0.2);
+    assert!((f64::from(p[0]) - expect(0.15, 1.0)).abs() < 1e-4, "{p:?}");
+    assert!((f64::from(p[2]) - expect(0.15, 0.5)).abs() < 1e-4, "{p:?}");
+}
+
+/// Touching pairs by brute force, at the minimum image along `periodic`.
+fn touching_pairs(s: &HostState, period: [f32; 3]) -> u64 {
+    let mut n = 0;
+    for i in 0..s.pos.len() {
+        for j in i + 1..s.pos.len() {
+            let (pi, mut pj) = (s.pos[i], s.pos[j]);
+            for a in 0..3 {
+                if period[a] > 0.0 {
+                    let k = ((pi[a] - pj[a]) * (1.0 / period[a])).round_ties_even();
+                    pj[a] += k * period[a];
+                }
+            }
+            let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+            let rsum = pi[3] + pj[3];
+            if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < rsum * rsum {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn no_contact_is_missed_across_periodic_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let ps: Vec<P> = random_particles(600, 0.01, 0.0, 0.2, 2.0, 11);
+    let s = setup(
+        dir.path(),
+        &periodic_scene(
+            "[true, false, true]",
+            true,
+            -9.81,
+            "restitution = 0.8\nfriction = 0.3",
+            "skin = 0.004",
+        ),
+        &ps,
+        GridMode::Auto,
+    );
+    let mut sim = Simulation::cpu(&s);
+    let mut checked = 0;
+    for _ in 0..30 {
+        sim.advance(10).unwrap();
+        let stats = sim.stats().unwrap();
+        let want = touching_pairs(&sim.host_state().unwrap(), [0.2, 0.0, 0.2]);
+        assert_eq!(stats.contacts, want, "at step {}", sim.steps());
+        checked += want;
+    }
+    assert!(checked > 100, "the test needs contacts: {checked}");
+}
+
+#[test]
+fn momentum_is_conserved_across_periodic_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let ps: Vec<P> = random_particles(300, 0.01, 0.0, 0.2, 1.0, 5);
+    let s = setup(
+        dir.path(),
+        &periodic_scene(
+            "[true, false, true]",
+            false,
+            0.0,
+            "restitution = 0.5\nfriction = 0.5\nrolling_friction = 0.2",
+            "",
+        ),
+        &ps,
+        GridMode::Auto,
+    );
+    let mut sim = Simulation::cpu(&s);
+    let momentum = |sim: &Simulation| {
+        let s = sim.host_state().unwrap();
+        let mut p = [0.0f64; 3];
+        for v in &s.vel {
+            for a in 0..3 {
+                p[a] += f64::from(v[a]) / f64::from(v[3]);
+            }
+        }
+        p
+    };
+    let scale: f64 = sim
+        .host_state()
+        .unwrap()
+        .vel
+        .iter()
+        .map(|v| f64::from(v[0].abs() + v[1].abs() + v[2].abs()) / f64::from(v[3]))
+        .sum();
+    let p0 = momentum(&sim);
+    let mut contacts = 0;
+    for _ in 0..20 {
+        sim.advance(100).unwrap();
+        contacts += sim.stats().unwrap().contacts;
+    }
+    let p1 = momentum(&sim);
+    for a in 0..3 {
+        assert!(
+            (p1[a] - p0[a]).abs() < 1e-5 * scale,
+            "axis {a}: {p0:?} -> {p1:?}"
+        );
+    }
+    assert!(contacts > 50, "{contacts}");
+}
+
+fn refused(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scene.toml");
+    std::fs::write(&path, text).unwrap();
+    let scene = pellet_formats::Scene::load(&path).unwrap();
+    SimSetup::from_scene(&scene, dir.path(), SimOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn unsupported_periodic_scenes_are_refused_with_one_line() {
+    let base = |domain: &str, extra: &str| {
+        format!(
+            "name = \"p\"\n[simulation]\n{extra}\n[domain]\nmin = [0, 0, 0]\n{domain}\n[[particles]]\nregion = {{ min = [0, 0, 0], max = [0.04, 0.04, 0.04] }}\nspacing = 0.02\nradius = 0.01\n"
+        )
+    };
+    for (text, expected) in [
+        (
+            base(
+                "max = [0.05, 0.2, 0.2]\nperiodic = [true, false, false]",
+                "",
+            ),
+            "at least three neighbour cells",
+        ),
+        (
+            base("max = [0.2, 0.2, 0.2]\nperiodic = [true, true, true]", ""),
+            "all three axes",
+        ),
+        (
+            base(
+                "max = [0.2, 0.2, 0.2]\nperiodic = [true, false, false]",
+                "integrator = \"rk2\"",
+            ),
+            "velocity Verlet",
+        ),
+    ] {
+        let err = refused(&text);
+        assert!(err.contains(expected), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+/// The full example of docs/scene-format.md (periodic along z, a static
+/// bunny, a gate) runs from the command line.
+#[test]
+fn the_documented_example_scene_runs() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scene-format.md"),
+    )
+    .unwrap();
+    let at = text.find("## A full example").unwrap();
+    let block = &text[at..];
+    let start = block.find("```toml\n").unwrap() + 8;
+    let toml = &block[start..start + block[start..].find("```").unwrap()];
+    assert!(toml.contains("periodic = [false, false, true]"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::create_dir_all(dir.path().join("meshes")).unwrap();
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/meshes/bunny.glb"),
+        dir.path().join("meshes/bunny.glb"),
+    )
+    .unwrap();
+    let scene = dir.path().join("docs/gate.toml");
+    std::fs::write(&scene, toml).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_player"))
+        .args([
+            "run",
+            scene.to_str().unwrap(),
+            "--headless",
+            "--backend",
+            "cpu",
+        ])
+        .args([
+            "--steps",
+            "300",
+            "--cache-dir",
+            dir.path().join("cache").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The GPU path says what to do, in one line.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_player"))
+        .args(["run", scene.to_str().unwrap(), "--headless", "--steps", "3"])
+        .args(["--cache-dir", dir.path().join("cache").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--backend cpu"),
+        "{err}"
+    );
+}
