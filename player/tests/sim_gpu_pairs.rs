@@ -356,6 +356,32 @@ fn whole_rolling_runs_track_the_twin() {
     );
 }
 
+/// A domain periodic along x and z: the same stages against the twin
+/// (cells wrapped, pairs at the minimum image, free particles wrapped at a
+/// build), dense and hashed.
+#[test]
+fn pair_list_stages_match_the_cpu_twin_periodic() {
+    for grid in [GridMode::Dense, GridMode::Hashed] {
+        let dir = tempfile::tempdir().unwrap();
+        let text = box_scene(
+            0.0,
+            0.3,
+            -9.81,
+            "friction = 0.5\nrolling_friction = 0.2",
+            "",
+            true,
+        )
+        .replace(
+            "walls = true",
+            "walls = true\nperiodic = [true, false, true]",
+        );
+        let s = setup(dir.path(), &text, &edge_and_random(500), grid);
+        assert!(s.grid.is_periodic());
+        compare_stages(&s, false);
+        whole_runs_track_the_twin_of(&s);
+    }
+}
+
 /// A Hertz-Mindlin material for the tests.
 const HERTZ_MATERIAL: &str = "model = \"hertz\"\nyoungs_modulus = 5e6\npoisson_ratio = 0.3\nrestitution = 0.6\nfriction = 0.5";
 
@@ -470,11 +496,17 @@ fn whole_runs_track_the_twin(extra: &str, material: &str) {
         &lattice(10, 0.01, 0.021, 0.02, 0.0005, 0.3, 5),
         GridMode::Auto,
     );
+    whole_runs_track_the_twin_of(&s);
+}
+
+/// [`whole_runs_track_the_twin`] for the scene `s`.
+fn whole_runs_track_the_twin_of(s: &SimSetup) {
+    let extra = "";
     let list_setup = s.for_pair_list().unwrap();
     let mut twin = CpuSim::new(&list_setup);
     let mut list = ListBuffers::new(list_setup.particles.len(), list_setup.walls.len());
     twin.pair_prime(&mut list);
-    let mut gs = GpuSim::new(gpu(), &s).unwrap();
+    let mut gs = GpuSim::new(gpu(), s).unwrap();
     gs.prime().unwrap();
     for batch in [1, 7, 50, 1, 41] {
         twin.pair_advance(&mut list, batch);

@@ -40,6 +40,10 @@ pub struct GridSpec {
     pub hashed: bool,
     /// Number of keys: cells (dense) or buckets (hashed, a power of two).
     pub num_keys: u32,
+    /// The period along each axis (0: not periodic), metres. Along a
+    /// periodic axis `dims` whole cells span it (each a little longer than
+    /// `cell_size`) and cell coordinates wrap.
+    pub period: [f32; 3],
 }
 
 impl GridSpec {
@@ -90,6 +94,7 @@ impl GridSpec {
                 dims,
                 hashed: false,
                 num_keys: cells as u32,
+                period: [0.0; 3],
             })
         } else {
             let buckets = (2 * n as u64)
@@ -102,21 +107,74 @@ impl GridSpec {
                 dims,
                 hashed: true,
                 num_keys: buckets,
+                period: [0.0; 3],
             })
         }
     }
 
-    /// Integer cell of a position (clamped to the grid when dense).
-    /// Same arithmetic as `cell_coord` in `common.wgsl`.
+    /// This grid with the axes of `periodic` (bits `1 << axis`) periodic
+    /// over the box `[min, max]`: `floor(L / cell_size)` cells along each.
+    pub fn with_periodic(mut self, periodic: u32, min: [f32; 3], max: [f32; 3]) -> Self {
+        for a in (0..3).filter(|&a| periodic & (1 << a) != 0) {
+            let l = max[a] - min[a];
+            self.period[a] = l;
+            self.dims[a] = ((l / self.cell_size).floor() as i32).max(1);
+        }
+        if !self.hashed {
+            self.num_keys = self.dims.iter().map(|&d| d as u32).product();
+        }
+        self
+    }
+
+    /// Whether any axis is periodic.
+    pub fn is_periodic(&self) -> bool {
+        self.period.iter().any(|&l| l > 0.0)
+    }
+
+    /// Integer cell of a position (clamped to the grid when dense, wrapped
+    /// along periodic axes). Same arithmetic as `cell_coord` in `common.wgsl`.
     #[inline]
     pub fn cell_coord(&self, p: [f32; 3]) -> [i32; 3] {
         let inv = 1.0 / self.cell_size;
-        let c: [i32; 3] = std::array::from_fn(|a| floor_i32((p[a] - self.origin[a]) * inv));
+        let c: [i32; 3] = std::array::from_fn(|a| {
+            if self.period[a] > 0.0 {
+                let inv_a = self.dims[a] as f32 / self.period[a];
+                floor_i32((p[a] - self.origin[a]) * inv_a).rem_euclid(self.dims[a])
+            } else {
+                floor_i32((p[a] - self.origin[a]) * inv)
+            }
+        });
         if self.hashed {
             c
         } else {
             std::array::from_fn(|a| c[a].clamp(0, self.dims[a] - 1))
         }
+    }
+
+    /// The minimum image of the separation `d = p_i - p_j` (as
+    /// `min_image` in `common.wgsl`).
+    #[inline]
+    pub fn min_image(&self, mut d: [f32; 3]) -> [f32; 3] {
+        for a in 0..3 {
+            let l = self.period[a];
+            if l > 0.0 {
+                d[a] -= l * (d[a] * (1.0 / l)).round_ties_even();
+            }
+        }
+        d
+    }
+
+    /// A free particle's position back in the box along the periodic axes
+    /// (as `wrap_position` in `common.wgsl`).
+    #[inline]
+    pub fn wrap(&self, mut p: [f32; 4]) -> [f32; 4] {
+        for a in 0..3 {
+            let l = self.period[a];
+            if l > 0.0 {
+                p[a] -= l * ((p[a] - self.origin[a]) * (1.0 / l)).floor();
+            }
+        }
+        p
     }
 
     /// Key of a cell: its linear index over the domain's cells, x fastest;

@@ -438,6 +438,32 @@ pub fn for_each_neighbour<S: NeighbourSink>(
     let p = pos[i];
     let c = grid.cell_coord([p[0], p[1], p[2]]);
     let dims = grid.dims;
+    if grid.is_periodic() {
+        // The 27 cells one by one, coordinates wrapped along the periodic
+        // axes (a wrapped row of cells is not one range of keys).
+        for dz in -1..=1i32 {
+            for dy in -1..=1i32 {
+                'cells: for dx in -1..=1i32 {
+                    let mut cc = [c[0] + dx, c[1] + dy, c[2] + dz];
+                    for a in 0..3 {
+                        if grid.period[a] > 0.0 {
+                            cc[a] = cc[a].rem_euclid(dims[a]);
+                        } else if !grid.hashed && (cc[a] < 0 || cc[a] >= dims[a]) {
+                            continue 'cells;
+                        }
+                    }
+                    let k = grid.cell_key(cc) as usize;
+                    for j in cell_start[k]..cell_start[k + 1] {
+                        let q = pos[j as usize];
+                        if !grid.hashed || grid.cell_coord([q[0], q[1], q[2]]) == cc {
+                            sink.visit(j as usize);
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
     for dz in -1..=1i32 {
         for dy in -1..=1i32 {
             if grid.hashed {

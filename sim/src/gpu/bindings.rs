@@ -116,6 +116,7 @@ pub(super) fn create_kernels(
     let constants = [
         ("CONTACT_MODEL", f64::from(params.contact_model)),
         ("ROLLING_MODEL", f64::from(params.rolling_model)),
+        ("PERIODIC", f64::from(params.periodic)),
     ];
     for compiled in stages {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {

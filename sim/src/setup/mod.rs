@@ -401,7 +401,8 @@ impl SimSetup {
             cell,
             particles.len(),
             options.grid,
-        )?;
+        )?
+        .with_periodic(periodic, scene.domain.min, scene.domain.max);
 
         // Shortest contact: the lightest pair of particles with the stiffest spring.
         let min_mass = particles
@@ -614,7 +615,8 @@ impl SimSetup {
             cell,
             self.particles.len(),
             mode,
-        )?;
+        )?
+        .with_periodic(self.periodic, self.domain_min, self.domain_max);
         out.slots = 1;
         Ok(out)
     }

@@ -89,6 +89,8 @@ const FREE: u32 = 0xffffffffu;
 // sides of a branch it cannot prove uniform).
 override CONTACT_MODEL: u32 = 0u;
 override ROLLING_MODEL: u32 = 0u;
+// Periodic axes as bits (Params.periodic).
+override PERIODIC: u32 = 0u;
 
 // Params.contact_model.
 const HOOKE: u32 = 0u;
@@ -217,12 +219,52 @@ fn kernel_time() -> f32 {
 
 fn cell_coord(p: vec3<f32>) -> vec3<i32> {
     let origin = vec3<f32>(params.origin_x, params.origin_y, params.origin_z);
-    let c = vec3<i32>(floor((p - origin) * params.inv_cell));
+    var c = vec3<i32>(floor((p - origin) * params.inv_cell));
+    if (PERIODIC != 0u) {
+        // Whole cells span each periodic axis; coordinates wrap.
+        let dims = vec3<i32>(params.dim_x, params.dim_y, params.dim_z);
+        let period = vec3<f32>(params.hi_x - params.lo_x, params.hi_y - params.lo_y, params.hi_z - params.lo_z);
+        for (var a = 0u; a < 3u; a = a + 1u) {
+            if ((PERIODIC & (1u << a)) != 0u) {
+                let w = i32(floor((p[a] - origin[a]) * (f32(dims[a]) / period[a])));
+                c[a] = ((w % dims[a]) + dims[a]) % dims[a];
+            }
+        }
+    }
     if (params.hashed == 0u) {
         let hi = vec3<i32>(params.dim_x - 1, params.dim_y - 1, params.dim_z - 1);
         return clamp(c, vec3<i32>(0), hi);
     }
     return c;
+}
+
+// The minimum image of the separation d = p_i - p_j (GridSpec::min_image).
+fn min_image(d: vec3<f32>) -> vec3<f32> {
+    var out = d;
+    if (PERIODIC != 0u) {
+        let period = vec3<f32>(params.hi_x - params.lo_x, params.hi_y - params.lo_y, params.hi_z - params.lo_z);
+        for (var a = 0u; a < 3u; a = a + 1u) {
+            if ((PERIODIC & (1u << a)) != 0u) {
+                let l = period[a];
+                out[a] = d[a] - l * round(d[a] * (1.0 / l));
+            }
+        }
+    }
+    return out;
+}
+
+// A free particle back in the box along the periodic axes (GridSpec::wrap).
+fn wrap_position(p: vec4<f32>) -> vec4<f32> {
+    var out = p;
+    let lo = vec3<f32>(params.lo_x, params.lo_y, params.lo_z);
+    let period = vec3<f32>(params.hi_x - params.lo_x, params.hi_y - params.lo_y, params.hi_z - params.lo_z);
+    for (var a = 0u; a < 3u; a = a + 1u) {
+        if ((PERIODIC & (1u << a)) != 0u) {
+            let l = period[a];
+            out[a] = p[a] - l * floor((p[a] - lo[a]) * (1.0 / l));
+        }
+    }
+    return out;
 }
 
 fn cell_key(c: vec3<i32>) -> u32 {

@@ -131,7 +131,16 @@ impl CpuSim {
     }
 
     /// Kernel `save_list`: keeps the list being replaced.
-    pub fn save_list(&self, list: &mut ListBuffers) {
+    pub fn save_list(&mut self, list: &mut ListBuffers) {
+        // Free particles back into the box before the sort.
+        if self.grid.is_periodic() {
+            let grid = self.grid;
+            for (p, m) in self.state.pos.iter_mut().zip(&self.state.meta) {
+                if m[2] == u32::MAX {
+                    *p = grid.wrap(*p);
+                }
+            }
+        }
         list.old_start.clone_from(&list.pair_start);
         list.old_hist.clone_from(&list.pair_hist);
         list.wall_hist_old.clone_from(&list.wall_hist);
@@ -187,7 +196,9 @@ impl CpuSim {
     fn listed(&self, i: usize, j: usize) -> bool {
         let s = &self.state;
         let (pi, pj) = (s.pos[i], s.pos[j]);
-        let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+        let d = self
+            .grid
+            .min_image([pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]]);
         let reach = pi[3] + pj[3] + self.params.skin;
         if dot(d, d) >= reach * reach {
             return false;
@@ -361,7 +372,9 @@ impl CpuSim {
             for p in list.pair_start[i] as usize..list.pair_start[i + 1] as usize {
                 let j = list.pair_j[p] as usize;
                 let pj = s.pos[j];
-                let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+                let d = self
+                    .grid
+                    .min_image([pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]]);
                 let dist2 = dot(d, d);
                 let rsum = pi[3] + pj[3];
                 let h = list.pair_hist[p];

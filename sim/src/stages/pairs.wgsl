@@ -118,6 +118,11 @@ fn save_list(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     if (i == params.n) {
         return;
     }
+    // Free particles back into the box before the sort (body particles
+    // follow their bodies' continuous poses).
+    if (PERIODIC != 0u && pinfo[i].z == FREE) {
+        pos[i] = wrap_position(pos[i]);
+    }
     let cap = atomicLoad(&list_state[LS_CAPACITY]);
     let end = min(pair_start[i + 1u], cap);
     let roll = ROLLING_MODEL == ROLL_EPSD2;
@@ -204,7 +209,7 @@ fn commit_rk2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 // body, not both immovable. Symmetric in i and j to the last bit.
 fn listed(pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, j: u32) -> bool {
     let pj = pos[j];
-    let d = pi.xyz - pj.xyz;
+    let d = min_image(pi.xyz - pj.xyz);
     let reach = pi.w + pj.w + params.skin;
     if (dot(d, d) >= reach * reach) {
         return false;
@@ -317,6 +322,37 @@ fn walk_neighbours(i: u32, op: u32) -> Walk {
     let inv_mass_i = vel[i].w;
     var walk = Walk(0u, 0u);
     let c = cell_coord(pi.xyz);
+    if (PERIODIC != 0u) {
+        // The 27 cells one by one, coordinates wrapped along the periodic
+        // axes (for_each_neighbour in lib.rs).
+        let dims = vec3<i32>(params.dim_x, params.dim_y, params.dim_z);
+        for (var dz = -1; dz <= 1; dz = dz + 1) {
+            for (var dy = -1; dy <= 1; dy = dy + 1) {
+                for (var dx = -1; dx <= 1; dx = dx + 1) {
+                    var cc = c + vec3<i32>(dx, dy, dz);
+                    var outside = false;
+                    for (var a = 0u; a < 3u; a = a + 1u) {
+                        if ((PERIODIC & (1u << a)) != 0u) {
+                            cc[a] = (cc[a] + dims[a]) % dims[a];
+                        } else if (params.hashed == 0u && (cc[a] < 0 || cc[a] >= dims[a])) {
+                            outside = true;
+                        }
+                    }
+                    if (outside) {
+                        continue;
+                    }
+                    let k = cell_key(cc);
+                    let end = cell_start[k + 1u];
+                    for (var j = cell_start[k]; j < end; j = j + 1u) {
+                        if (params.hashed == 0u || all(cell_coord(pos[j].xyz) == cc)) {
+                            visit(i, j, pi, mi, inv_mass_i, op, &walk);
+                        }
+                    }
+                }
+            }
+        }
+        return walk;
+    }
     for (var dz = -1; dz <= 1; dz = dz + 1) {
         for (var dy = -1; dy <= 1; dy = dy + 1) {
             if (params.hashed != 0u) {
@@ -422,7 +458,7 @@ fn pair_force_of(p: u32) -> bool {
     let j = pair_j[p];
     let pi = pos[i];
     let pj = pos[j];
-    let d = pi.xyz - pj.xyz;
+    let d = min_image(pi.xyz - pj.xyz);
     let dist2 = dot(d, d);
     let rsum = pi.w + pj.w;
     let h = pair_hist[p];
