@@ -61,11 +61,11 @@ pub const HOOKE_MATERIAL: &str =
 
 /// The Pellet scene with the default material's fields `material`; its
 /// particles come from `column.csv` beside it.
-fn scene_toml_with(gate_open_s: f64, material: &str) -> String {
+fn scene_toml_with(gate_open_s: f64, material: &str, periodic_z: bool) -> String {
     format!(
         "name = \"column\"\ndescription = \"4224 spheres of 5 mm collapse when a gate opens\"\n\
          [simulation]\nparticle_radius = {r}\ngravity = [0, -9.81, 0]\ntime_step = 1e-5\n\
-         [domain]\nmin = [0, 0, 0]\nmax = [0.3, 0.25, 0.044]\n\
+         [domain]\nmin = [0, 0, 0]\nmax = [0.3, 0.25, 0.044]\nperiodic = [false, false, {periodic_z}]\n\
          [materials.default]\n{material}\n\
          [[particles]]\nfile = \"column.csv\"\n\
          [[walls]]\nname = \"gate\"\npoint = [0.066, 0, 0]\nnormal = [-1, 0, 0]\nremove_at = {gate_open_s}\n",
@@ -79,7 +79,7 @@ fn write_inputs(
     dir: &Path,
     settle: u32,
 ) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
-    write_inputs_with(dir, settle, HOOKE_MATERIAL)
+    write_inputs_with(dir, settle, HOOKE_MATERIAL, false)
 }
 
 /// [`write_inputs`] with the default material's fields `material`.
@@ -87,6 +87,7 @@ pub fn write_inputs_with(
     dir: &Path,
     settle: u32,
     material: &str,
+    periodic_z: bool,
 ) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
     let particles = column_particles();
     let mut csv = String::from("x,y,z,radius\n");
@@ -118,7 +119,10 @@ pub fn write_inputs_with(
     let data_file = dir.join("column.data");
     std::fs::write(dir.join("column.csv"), csv)?;
     std::fs::write(&data_file, data)?;
-    std::fs::write(&scene, scene_toml_with(f64::from(settle) * 1e-5, material))?;
+    std::fs::write(
+        &scene,
+        scene_toml_with(f64::from(settle) * 1e-5, material, periodic_z),
+    )?;
     Ok((scene, data_file))
 }
 
