@@ -218,9 +218,11 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
     );
     for case in CASES {
         eprintln!("validate: {}", case.name);
-        let dir = work
-            .path()
-            .join(format!("{}{}", case.model, if case.periodic_z { "-p" } else { "" }));
+        let dir = work.path().join(format!(
+            "{}{}",
+            case.model,
+            if case.periodic_z { "-p" } else { "" }
+        ));
         std::fs::create_dir_all(&dir)?;
         let (scene, data) =
             column::write_inputs_with(&dir, SETTLE, case.material, case.periodic_z)?;
