@@ -98,3 +98,40 @@ fn push_by_speed_after_200_steps() {
     let img = render("push.toml", 200, ColourMode::BySpeed);
     check("push-speed-200.png", &img);
 }
+
+/// Along a periodic axis a particle is drawn wrapped into the box: one
+/// stored a period beyond the face draws where it would inside.
+#[test]
+fn periodic_scenes_draw_particles_wrapped() {
+    let gpu = Arc::new(Gpu::new(BackendChoice::Auto).unwrap());
+    let frame = |periodic: bool, x: f32| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("one.csv"), "0.1,0.1,0.1\n").unwrap();
+        let path = dir.path().join("one.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"one\"\n[simulation]\nparticle_radius = 0.02\ngravity = [0, 0, 0]\n\
+                 [domain]\nmin = [0, 0, 0]\nmax = [0.2, 0.2, 0.2]\nperiodic = [{periodic}, false, false]\n\
+                 [[particles]]\nfile = \"one.csv\"\n"
+            ),
+        )
+        .unwrap();
+        let setup = load_setup_cached(&path, GridMode::Auto, None).unwrap();
+        let mut sim = Simulation::gpu(gpu.clone(), &setup).unwrap();
+        let mut state = sim.host_state().unwrap();
+        state.pos[0][0] = x;
+        let pellet_player::sim::Engine::Gpu(g) = sim.engine_mut() else {
+            unreachable!()
+        };
+        g.upload(&state);
+        let renderer = FrameRenderer::new(sim.gpu_sim().unwrap(), &setup, 96, 96).unwrap();
+        renderer
+            .render(&Camera::frame([0.0; 3], [0.2; 3]), ColourMode::ByBody, 2.0)
+            .unwrap()
+    };
+    let inside = frame(true, 0.1);
+    assert_eq!(frame(true, 0.3).as_raw(), inside.as_raw(), "drawn wrapped");
+    // Without periods the same stored position draws elsewhere.
+    assert_ne!(frame(false, 0.3).as_raw(), frame(false, 0.1).as_raw());
+}

@@ -40,6 +40,11 @@ struct CameraUniform {
     proj: [[f32; 4]; 4],
     mode: [f32; 4],
     light: [f32; 4],
+    /// The domain's lower corner (xyz), m.
+    box_lo: [f32; 4],
+    /// The period along each axis (xyz; 0: not periodic), m: particles are
+    /// drawn wrapped into the box along periodic axes.
+    box_period: [f32; 4],
 }
 
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -131,6 +136,9 @@ pub struct FrameRenderer {
     plane_buffer: wgpu::Buffer,
     plane_vertices: u32,
     particles: u32,
+    /// Domain lower corner and periods (see [`CameraUniform`]).
+    box_lo: [f32; 4],
+    box_period: [f32; 4],
     msaa: wgpu::TextureView,
     depth: wgpu::TextureView,
     resolve: wgpu::Texture,
@@ -372,6 +380,19 @@ impl FrameRenderer {
             plane_buffer,
             plane_vertices: vertices.len() as u32,
             particles: setup.particles.len() as u32,
+            box_lo: [
+                setup.domain_min[0],
+                setup.domain_min[1],
+                setup.domain_min[2],
+                0.0,
+            ],
+            box_period: std::array::from_fn(|a| {
+                if a < 3 && setup.periodic & (1 << a) != 0 {
+                    setup.domain_max[a] - setup.domain_min[a]
+                } else {
+                    0.0
+                }
+            }),
             msaa,
             depth,
             resolve,
@@ -436,6 +457,8 @@ impl FrameRenderer {
                 view[0][2] * l[0] + view[1][2] * l[1] + view[2][2] * l[2],
                 0.0,
             ],
+            box_lo: self.box_lo,
+            box_period: self.box_period,
         };
         self.gpu
             .queue

@@ -9,6 +9,21 @@ struct Camera {
     // x: colour mode (0 by body, 1 by speed), y: speed for full red (m/s), z: particle count.
     mode: vec4<f32>,
     light: vec4<f32>,
+    // The domain's lower corner and, per axis, its period (0: not periodic):
+    // particles are drawn wrapped into the box along periodic axes.
+    box_lo: vec4<f32>,
+    box_period: vec4<f32>,
+}
+
+fn wrapped(p: vec3<f32>) -> vec3<f32> {
+    var out = p;
+    for (var a = 0u; a < 3u; a = a + 1u) {
+        let l = camera.box_period[a];
+        if (l > 0.0) {
+            out[a] = p[a] - l * floor((p[a] - camera.box_lo[a]) / l);
+        }
+    }
+    return out;
 }
 
 @group(0) @binding(0) var<uniform> camera: Camera;
@@ -53,7 +68,7 @@ fn particle_colour(i: u32) -> vec3<f32> {
 @vertex
 fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) ii: u32) -> VertexOut {
     let p = pos[ii];
-    let centre = (camera.view * vec4<f32>(p.xyz, 1.0)).xyz;
+    let centre = (camera.view * vec4<f32>(wrapped(p.xyz), 1.0)).xyz;
     let r = p.w;
     // Corners of a quad facing the camera, a little larger than the sphere
     // so its silhouette under perspective stays inside.
