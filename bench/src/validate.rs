@@ -300,7 +300,8 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
          - The walled linear case differs most (up to 6 % on the 90th percentile). Without the side\n\
            walls (the periodic case) the same material agrees within 1.4 % on runout, which points\n\
            at the wall contacts (the damping above) rather than at the pair model.\n\
-         - Domains periodic on all three axes are not simulated yet.\n",
+         - The periodic case has one periodic axis; domains periodic on more axes are tested between\n\
+           Pellet's engines (`player/tests/sim_periodic.rs`), not against LIGGGHTS.\n",
     );
     std::fs::write(out, md).with_context(|| out.display().to_string())?;
     eprintln!("validate: wrote {}", out.display());

@@ -448,6 +448,9 @@ impl ForceSource for BlockForces {
         }
         sim.list.spring = springs;
         sim.list.roll = rolls;
+        // Pairs across the major axis' periodic face: on the host, after.
+        let across = sim.wrap_pair_forces(kind);
+        sim.counters[Counter::Contacts as usize].fetch_add(2 * across, Ordering::Relaxed);
         let c = self.device.counters()?;
         for k in [Counter::Contacts, Counter::WallContacts] {
             sim.counters[k as usize].fetch_add(c[k as usize], Ordering::Relaxed);

@@ -72,6 +72,10 @@ pub struct NeighbourList {
     pub uniform_mu_roll: Option<f32>,
     /// Rolling friction per pair (rolling resistance with several values).
     pub mu_roll: Vec<f32>,
+    /// Pairs across the periodic face of the major axis (a domain periodic
+    /// on all three axes): they join the last layer to the first, so they
+    /// are not in the slabs' rows but evaluated after them, in this order.
+    pub wraps: WrapPairs,
     /// First particle of each slab, and `n` at the end.
     pub slab_start: Vec<u32>,
     /// First particle of each occupied layer of cells along the major axis,
@@ -80,6 +84,22 @@ pub struct NeighbourList {
     pub layer_start: Vec<u32>,
     /// Most particles in one cell at the build.
     pub max_occupancy: u32,
+}
+
+/// The pairs of [`NeighbourList::wraps`], each with its constants and
+/// history (as the rows keep them).
+#[derive(Debug, Clone, Default)]
+pub struct WrapPairs {
+    /// First and second particle of each pair.
+    pub pair: Vec<[u32; 2]>,
+    /// `kn`, `kt`, `mu`, damping.
+    pub constants: Vec<[f32; 4]>,
+    /// Rolling friction (rolling resistance, else 0).
+    pub mu_roll: Vec<f32>,
+    /// Tangential spring as the first particle sees it, m.
+    pub spring: Vec<[f32; 3]>,
+    /// Stored rolling torque, N m (`epsd2`, else zero).
+    pub roll: Vec<[f32; 3]>,
 }
 
 /// Wall contacts within reach of each particle (CSR by particle).
@@ -166,6 +186,12 @@ impl NeighbourList {
                 (c as i64).saturating_add(1).clamp(1, COORD_MAX)
             }
         })
+    }
+
+    /// Whether the major axis is periodic (a domain periodic on all three):
+    /// then pairs across its face are [`NeighbourList::wraps`].
+    pub fn major_periodic(&self) -> bool {
+        self.wrap[self.axes[0]] > 0
     }
 
     /// Whether any axis is periodic.
@@ -305,6 +331,17 @@ impl PairListSim {
                 }
             }
         }
+        for (k, &[i, j]) in self.list.wraps.pair.iter().enumerate() {
+            let s = self.list.wraps.spring[k];
+            if nonzero(&s) {
+                let (a, b) = (old_ids[i as usize], old_ids[j as usize]);
+                springs.push(if a < b {
+                    (a, b, s)
+                } else {
+                    (b, a, s.map(|x| -x))
+                });
+            }
+        }
         let carried = CarriedSprings::new(n, springs);
         let roll_model = self.params.rolling_model;
         let keep_roll = roll_model == ROLL_EPSD2;
@@ -322,6 +359,19 @@ impl PairListSim {
                             (b, a, m.map(|x| -x))
                         });
                     }
+                }
+            }
+        }
+        if keep_roll {
+            for (k, &[i, j]) in self.list.wraps.pair.iter().enumerate() {
+                let m = self.list.wraps.roll[k];
+                if nonzero(&m) {
+                    let (a, b) = (old_ids[i as usize], old_ids[j as usize]);
+                    rolls.push(if a < b {
+                        (a, b, m)
+                    } else {
+                        (b, a, m.map(|x| -x))
+                    });
                 }
             }
         }
@@ -442,10 +492,12 @@ impl PairListSim {
         let find = |k: u64| cell_key.partition_point(|&x| x < k);
         // One output vector per block of 256 cells (not per cell: small
         // scenes rebuild often, and allocations would dominate).
-        let rows: Vec<Vec<ListedPair>> = cells
+        let major_cells = list.wrap[list.axes[0]];
+        let rows: Vec<(Vec<ListedPair>, Vec<ListedPair>)> = cells
             .par_chunks(256)
             .map(|block| {
                 let mut out = Vec::new();
+                let mut wrapped = Vec::new();
                 for &c in block {
                     let k = cell_key[c];
                     let (a, b, cc) = (
@@ -461,11 +513,11 @@ impl PairListSim {
                         (key([a + 1, b, cc - 1]), key([a + 1, b, cc + 1])),
                         (key([a + 1, b + 1, cc - 1]), key([a + 1, b + 1, cc + 1])),
                     ];
-                    let mut spans: Vec<(usize, usize)> = ranges
+                    let mut spans: Vec<(usize, usize, bool)> = ranges
                         .iter()
                         .map(|&(lo, hi)| {
                             let (x, y) = (find(lo), find(hi + 1));
-                            (cell_start[x] as usize, cell_start[y] as usize)
+                            (cell_start[x] as usize, cell_start[y] as usize, false)
                         })
                         .collect();
                     if periodic {
@@ -485,15 +537,21 @@ impl PairListSim {
                             });
                             let x = find(key(c));
                             if x < cell_key.len() && cell_key[x] == key(c) {
-                                spans.push((cell_start[x] as usize, cell_start[x + 1] as usize));
+                                // Across the major axis' periodic face: a wrap pair.
+                                let across = major_cells > 0 && a + da > major_cells;
+                                spans.push((
+                                    cell_start[x] as usize,
+                                    cell_start[x + 1] as usize,
+                                    across,
+                                ));
                             }
                         }
                     }
                     let (first, end) = (cell_start[c] as usize, cell_start[c + 1] as usize);
                     for i in first..end {
                         let (pi, vi, mi) = (pos[i], vel[i], meta[i]);
-                        let own = std::iter::once((i + 1, end));
-                        for (j0, j1) in own.chain(spans.iter().copied()) {
+                        let own = std::iter::once((i + 1, end, false));
+                        for (j0, j1, across) in own.chain(spans.iter().copied()) {
                             for j in j0..j1 {
                                 let (pj, vj, mj) = (pos[j], vel[j], meta[j]);
                                 let reach = pi[3] + pj[3] + skin;
@@ -519,14 +577,21 @@ impl PairListSim {
                                 } else {
                                     [0.0; 3]
                                 };
-                                out.push((i as u32, j as u32, pp, k, spring, roll));
+                                let entry = (i as u32, j as u32, pp, k, spring, roll);
+                                if across {
+                                    wrapped.push(entry);
+                                } else {
+                                    out.push(entry);
+                                }
                             }
                         }
                     }
                 }
-                out
+                (out, wrapped)
             })
             .collect();
+        let (rows, wrapped): (Vec<Vec<ListedPair>>, Vec<Vec<ListedPair>>) =
+            rows.into_iter().unzip();
         let total: usize = rows.iter().map(Vec::len).sum();
         let list = &mut self.list;
         list.row.clear();
@@ -604,6 +669,15 @@ impl PairListSim {
         }
         for i in 0..n {
             list.row[i + 1] += list.row[i];
+        }
+        let wraps = &mut list.wraps;
+        *wraps = WrapPairs::default();
+        for (i, j, pp, k, spring, roll) in wrapped.into_iter().flatten() {
+            wraps.pair.push([i, j]);
+            wraps.constants.push(k);
+            wraps.mu_roll.push(table[pp as usize].mu_roll);
+            wraps.spring.push(spring);
+            wraps.roll.push(roll);
         }
         list.slab_start = slab_start;
         list.layer_start = layer_start;

@@ -595,6 +595,92 @@ impl ParticleStart<'_> {
 }
 
 impl PairListSim {
+    /// The pairs across the periodic face of the major axis (a domain
+    /// periodic on all three axes), after the slabs: each once, in list
+    /// order, applied to both particles, its spring and stored rolling
+    /// torque kept as `kind` says. Returns the touching pairs.
+    pub fn wrap_pair_forces(&mut self, kind: ForceKind) -> u32 {
+        let mode = kind.mode(self.params.dt);
+        let hertz = self.params.contact_model == HERTZ;
+        let roll_model = self.params.rolling_model;
+        let list = &mut self.list;
+        let s = &mut self.state;
+        let mut touching = 0;
+        for k in 0..list.wraps.pair.len() {
+            let [i, j] = list.wraps.pair[k].map(|x| x as usize);
+            let pi = s.pos[i];
+            let pj = list.image_of(&pi, s.pos[j]);
+            let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
+            let dist2 = dot(d, d);
+            let rsum = pi[3] + pj[3];
+            let w = &mut list.wraps;
+            // Not touching (NaN included, as in the lanes).
+            let touching_now = dist2 < rsum * rsum;
+            if !touching_now {
+                if mode.commit {
+                    w.spring[k] = [0.0; 3];
+                    w.roll[k] = [0.0; 3];
+                }
+                continue;
+            }
+            let dist = dist2.sqrt();
+            let n = if dist > 0.0 {
+                scale(d, 1.0 / dist)
+            } else if s.meta[i][0] < s.meta[j][0] {
+                [0.0, 1.0, 0.0]
+            } else {
+                [0.0, -1.0, 0.0]
+            };
+            let (vi, vj, wi, wj) = (s.vel[i], s.vel[j], s.angvel[i], s.angvel[j]);
+            let (ri, rj) = (pi[3], pj[3]);
+            let vr = [vi[0] - vj[0], vi[1] - vj[1], vi[2] - vj[2]];
+            let wsum = add(scale(xyz(&wi), ri), scale(xyz(&wj), rj));
+            let c = contact_force_full(
+                n,
+                rsum - dist,
+                vr,
+                wsum,
+                w.constants[k],
+                hertz,
+                w.spring[k],
+                mode.dt_hist,
+            );
+            let tn = cross(c.ft, n);
+            let mut ti = scale(tn, ri);
+            let mut tj = scale(tn, rj);
+            if roll_model != ROLL_NONE {
+                let (m, new) = rolling_torque(
+                    roll_model,
+                    n,
+                    sub(xyz(&wi), xyz(&wj)),
+                    c.kt,
+                    c.kn_delta,
+                    c.fn_mag,
+                    ri * rj / rsum,
+                    w.mu_roll[k],
+                    w.roll[k],
+                    mode.dt_hist,
+                );
+                ti = sub(ti, m);
+                tj = add(tj, m);
+                if mode.commit {
+                    w.roll[k] = new;
+                }
+            }
+            if mode.commit {
+                w.spring[k] = c.xi;
+            }
+            for a in 0..3 {
+                s.force[i][a] += c.force[a];
+                s.force[j][a] -= c.force[a];
+                s.torque[i][a] += ti[a];
+                s.torque[j][a] += tj[a];
+            }
+            touching += 1;
+        }
+        touching
+    }
+
     /// Forces and torques on every particle: gravity, walls, then each
     /// listed pair once. `kind` says how the springs are extended and
     /// whether they are kept (RK2's trial evaluation leaves them).
@@ -763,6 +849,7 @@ impl PairListSim {
             wall_touching += w;
             found = found.merge(f);
         }
+        pair_touching += self.wrap_pair_forces(kind);
         self.counters[Counter::Contacts as usize].fetch_add(2 * pair_touching, Ordering::Relaxed);
         self.counters[Counter::WallContacts as usize].fetch_add(wall_touching, Ordering::Relaxed);
         if let Some(u) = update {

@@ -278,10 +278,17 @@ impl PairListSim {
                 self.body_particles(true);
             }
             self.rebuild_if_needed();
-            // The closing half kick of this step (and the opening kick and
-            // drift of the next) run slab by slab as the forces finish.
-            let update = self.verlet_update(true, s + 1 < steps);
-            self.forces_then(ForceKind::Commit, Some(update));
+            if self.list.major_periodic() {
+                // The pairs across the major axis' face come after the
+                // slabs: the update waits for them.
+                self.forces_then(ForceKind::Commit, None);
+                self.verlet_pass(true, s + 1 < steps);
+            } else {
+                // The closing half kick of this step (and the opening kick
+                // and drift of the next) run slab by slab as the forces finish.
+                let update = self.verlet_update(true, s + 1 < steps);
+                self.forces_then(ForceKind::Commit, Some(update));
+            }
             if !self.bodies.is_empty() {
                 self.body_reduce();
                 self.body_end();

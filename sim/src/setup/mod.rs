@@ -170,11 +170,6 @@ impl SimSetup {
         let periodic = (0..3)
             .filter(|&a| scene.domain.periodic[a])
             .fold(0u32, |m, a| m | (1 << a));
-        if periodic == 0b111 {
-            return Err(SimError::Unsupported(
-                "a domain periodic on all three axes is not simulated yet: leave one axis non-periodic",
-            ));
-        }
         if periodic != 0 && scene.simulation.integrator == Integrator::Rk2 {
             return Err(SimError::Unsupported(
                 "periodic domains run with velocity Verlet: set simulation.integrator = \"verlet\"",
