@@ -131,6 +131,8 @@ struct Live {
     rolling: bool,
     /// Coefficient of rolling friction.
     rolling_friction: f32,
+    /// Poisson's ratio of every material (Hertz-Mindlin scenes).
+    poisson: f32,
     gravity: [f32; 3],
     stiffness_scale: f32,
     restitution: f32,
@@ -148,6 +150,11 @@ impl Live {
             hertz,
             rolling: s.rolling_model != crate::sim::stages::common::ROLL_NONE,
             rolling_friction: p.mu_roll,
+            poisson: s
+                .materials
+                .first()
+                .and_then(|m| m.poisson_ratio)
+                .unwrap_or(pellet_formats::scene::Material::DEFAULT_POISSON_RATIO),
             gravity: s.gravity,
             stiffness_scale: 1.0,
             restitution,
@@ -157,14 +164,35 @@ impl Live {
         }
     }
 
-    /// The setup's pairs with these parameters applied.
-    fn pairs(&self, base: &[PairParams]) -> Vec<PairParams> {
+    /// The setup's pairs with these parameters applied. Hertz-Mindlin
+    /// pairs are remixed from the materials, their moduli scaled and their
+    /// Poisson's ratios set to the panel's.
+    fn pairs(&self, setup: &SimSetup) -> Vec<PairParams> {
+        let base = &setup.pairs;
         let r2 = (crate::sim::setup::damping_factor(self.hertz)
             * damping_ratio(f64::from(self.restitution))) as f32;
+        let m = setup.materials.len();
+        let hertz_stiffness = |k: usize| -> Option<(f32, f32)> {
+            if !self.hertz || m * m != base.len() {
+                return None;
+            }
+            let live = |mat: &pellet_formats::scene::Material| {
+                let mut mat = mat.clone();
+                mat.youngs_modulus = mat.youngs_modulus.map(|e| e * self.stiffness_scale);
+                mat.poisson_ratio = Some(self.poisson);
+                mat
+            };
+            let (y, g) = crate::sim::setup::hertz_moduli(
+                &live(&setup.materials[k / m]),
+                &live(&setup.materials[k % m]),
+            );
+            Some(((4.0 / 3.0 * y) as f32, (8.0 * g) as f32))
+        };
         base.iter()
-            .map(|p| PairParams {
-                kn: p.kn * self.stiffness_scale,
-                kt: p.kt * self.stiffness_scale,
+            .enumerate()
+            .map(|(k, p)| PairParams {
+                kn: hertz_stiffness(k).map_or(p.kn * self.stiffness_scale, |s| s.0),
+                kt: hertz_stiffness(k).map_or(p.kt * self.stiffness_scale, |s| s.1),
                 mu: self.friction,
                 mu_roll: if self.rolling {
                     self.rolling_friction
@@ -421,7 +449,7 @@ impl WindowState {
         let mut params = self.playing.setup.params();
         params.gravity = live.gravity;
         params.dt = live.dt as f32;
-        let pairs = live.pairs(&self.playing.setup.pairs);
+        let pairs = live.pairs(&self.playing.setup);
         match self.playing.sim.engine_mut() {
             crate::sim::Engine::Gpu(g) => g.update_parameters(&params, &pairs),
             crate::sim::Engine::Cpu(c) => c.update_parameters(&params, &pairs),
@@ -620,5 +648,49 @@ impl ApplicationHandler for App {
         if let Some(state) = &self.state {
             state.window.request_redraw();
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn hertz_setup() -> SimSetup {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.toml");
+        std::fs::write(
+            &path,
+            "name = \"h\"\n[domain]\nmin = [0, 0, 0]\nmax = [0.2, 0.2, 0.2]\n\
+             [materials.default]\nmodel = \"hertz\"\nyoungs_modulus = 1e7\npoisson_ratio = 0.3\n\
+             [materials.soft]\nmodel = \"hertz\"\nyoungs_modulus = 2e6\npoisson_ratio = 0.3\n\
+             [[particles]]\nregion = { min = [0, 0, 0], max = [0.1, 0.1, 0.1] }\nspacing = 0.05\nradius = 0.01\n",
+        )
+        .unwrap();
+        let scene = pellet_formats::Scene::load(&path).unwrap();
+        SimSetup::from_scene(&scene, dir.path(), crate::sim::SimOptions::default()).unwrap()
+    }
+
+    /// The live controls of a Hertz scene: untouched, they give the scene's
+    /// pairs; the modulus scale scales both stiffnesses; Poisson's ratio
+    /// remixes the moduli (`E* ~ 1/(1 - nu^2)`).
+    #[test]
+    fn live_hertz_controls_remix_the_moduli() {
+        let s = hertz_setup();
+        let mut live = Live::from_setup(&s);
+        assert!(live.hertz);
+        assert_eq!(live.poisson, 0.3);
+        let same = live.pairs(&s);
+        for (a, b) in same.iter().zip(&s.pairs) {
+            assert!((a.kn - b.kn).abs() <= 1e-6 * b.kn && (a.kt - b.kt).abs() <= 1e-6 * b.kt);
+        }
+        live.stiffness_scale = 2.0;
+        let doubled = live.pairs(&s);
+        assert!((doubled[0].kn - 2.0 * s.pairs[0].kn).abs() <= 1e-5 * s.pairs[0].kn);
+        live.stiffness_scale = 1.0;
+        live.poisson = 0.0;
+        let remixed = live.pairs(&s);
+        let ratio = remixed[0].kn / s.pairs[0].kn;
+        assert!((ratio - (1.0 - 0.09)).abs() < 1e-5, "{ratio}");
     }
 }

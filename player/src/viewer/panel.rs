@@ -61,6 +61,12 @@ impl WindowState {
                 changed |= ui
                     .add(egui::Slider::new(&mut live.friction, 0.0..=1.5))
                     .changed();
+                if live.hertz {
+                    ui.label("Poisson's ratio");
+                    changed |= ui
+                        .add(egui::Slider::new(&mut live.poisson, 0.0..=0.49))
+                        .changed();
+                }
                 if live.rolling {
                     ui.label("rolling friction");
                     changed |= ui

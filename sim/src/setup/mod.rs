@@ -96,6 +96,9 @@ pub struct SimSetup {
     pub particles: ParticleArrays,
     /// Material names, by index.
     pub material_names: Vec<String>,
+    /// The materials, in the order of `material_names` (the viewer's live
+    /// controls remix them).
+    pub materials: Vec<Material>,
     /// `material_count^2` pair parameters, row-major, symmetric.
     pub pairs: Vec<PairParams>,
     /// Walls, domain faces first.
@@ -499,6 +502,7 @@ impl SimSetup {
             bodies,
             body_names,
             material_names,
+            materials: materials.clone(),
             pairs,
             walls,
             grid,
