@@ -312,7 +312,11 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
          The friction cap is most of the difference: with LIGGGHTS' rule every runout percentile is\n\
          within 2 % in all three cases. Pellet keeps its rule so that existing scenes behave as\n\
          before; switching would change every hooke scene's results. The torque lever and LIGGGHTS'\n\
-         reuse of a parted pair's spring were not measured apart.\n\
+         reuse of a parted pair's spring were not measured apart. To reproduce a row, make its change\n\
+         and rerun `--validate`: the wall damping, pass `2.0 / v[3]` instead of `1.0 / v[3]` as the wall\n\
+         contacts' mass to `pair_constants` in `sim/src/pairlist/build.rs`; the friction cap, test and\n\
+         scale the spring force `-kt xi` instead of `ft` and keep `xi = -ft / kt`, in\n\
+         `sim/src/pairlist/lanes.rs` and `contact_force_full` (`sim/src/stages/forces.rs`).\n\
 \n\
          - The periodic case has one periodic axis; domains periodic on more axes are tested between\n\
            Pellet's engines (`player/tests/sim_periodic.rs`), not against LIGGGHTS.\n",

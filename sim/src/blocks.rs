@@ -260,6 +260,11 @@ struct BlockForces {
     stats: BlockStats,
     partners: PartnerIndex,
     buffers: BlockBuffers,
+    /// The springs and stored rolling torques after the evaluation, filled
+    /// block by block (the list keeps those of its start until all blocks
+    /// have read them).
+    springs: [Vec<f32>; 3],
+    rolls: [Vec<f32>; 3],
 }
 
 impl BlockForces {
@@ -354,6 +359,8 @@ impl BlockForces {
 }
 
 impl ForceSource for BlockForces {
+    type Error = SimError;
+
     fn forces(&mut self, sim: &mut PairListSim, kind: ForceKind) -> Result<(), SimError> {
         let t = Instant::now();
         if self.partners.build != sim.rebuilds {
@@ -370,8 +377,10 @@ impl ForceSource for BlockForces {
         let wall_count = sim.walls.len();
         self.device.set_step(sim.step);
         self.device.clear_step_counters();
-        let mut springs = sim.list.spring.clone();
-        let mut rolls = sim.list.roll.clone();
+        for a in 0..3 {
+            self.springs[a].clone_from(&sim.list.spring[a]);
+            self.rolls[a].clone_from(&sim.list.roll[a]);
+        }
         for b in &blocks {
             self.gather(sim, b)?;
             let h = b.halo.clone();
@@ -416,12 +425,12 @@ impl ForceSource for BlockForces {
             s.torque[i.clone()].copy_from_slice(&out.torque);
             for (k, x) in own.clone().zip(&out.pair_hist) {
                 for a in 0..3 {
-                    springs[a][k] = x[a];
+                    self.springs[a][k] = x[a];
                 }
             }
             for (k, x) in own.clone().zip(&out.pair_roll) {
                 for a in 0..3 {
-                    rolls[a][k] = x[a];
+                    self.rolls[a][k] = x[a];
                 }
             }
             if commit {
@@ -446,8 +455,8 @@ impl ForceSource for BlockForces {
                 + out.pair_hist.len() as u64 * 16;
             stats.halo_particles += (h.len() - i.len()) as u64;
         }
-        sim.list.spring = springs;
-        sim.list.roll = rolls;
+        std::mem::swap(&mut sim.list.spring, &mut self.springs);
+        std::mem::swap(&mut sim.list.roll, &mut self.rolls);
         // Pairs across the major axis' periodic face: on the host, after.
         let across = sim.wrap_pair_forces(kind);
         sim.counters[Counter::Contacts as usize].fetch_add(2 * across, Ordering::Relaxed);
@@ -534,6 +543,8 @@ impl BlockSim {
                     ..PartnerIndex::default()
                 },
                 buffers: BlockBuffers::default(),
+                springs: Default::default(),
+                rolls: Default::default(),
             },
         })
     }

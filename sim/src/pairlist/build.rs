@@ -206,10 +206,7 @@ impl NeighbourList {
     pub fn image_of(&self, pi: &[f32; 4], pj: [f32; 4]) -> [f32; 4] {
         let mut out = pj;
         for a in 0..3 {
-            if self.period[a] > 0.0 {
-                let k = ((pi[a] - pj[a]) * self.inv_period[a]).round_ties_even();
-                out[a] = pj[a] + k * self.period[a];
-            }
+            out[a] = image_component(pi[a], pj[a], self.period[a], self.inv_period[a]);
         }
         out
     }
@@ -307,6 +304,62 @@ fn nonzero(s: &[f32; 3]) -> bool {
     s.iter().any(|&x| x != 0.0)
 }
 
+/// `pj` along one axis moved by whole periods `l` (inverse `inv`) to the
+/// minimum image of `pi`: `pj + round((pi - pj) / l) l`, rounding half to even
+/// (the wide prefilter's arithmetic); unchanged when `l` is 0 (not periodic).
+#[inline(always)]
+pub(super) fn image_component(pi: f32, pj: f32, l: f32, inv: f32) -> f32 {
+    if l > 0.0 {
+        pj + ((pi - pj) * inv).round_ties_even() * l
+    } else {
+        pj
+    }
+}
+
+/// The nonzero values (springs or stored rolling torques) of the old
+/// list's pairs, its rows then its wrap pairs, keyed by persistent ids as
+/// the lower id sees them (negated for the other): what a build carries.
+fn old_pair_values(
+    list: &NeighbourList,
+    ids: &[u32],
+    row_value: impl Fn(usize) -> [f32; 3],
+    wrap_value: impl Fn(usize) -> [f32; 3],
+) -> Vec<(u32, u32, [f32; 3])> {
+    let mut out = Vec::new();
+    let mut push = |a: u32, b: u32, v: [f32; 3]| {
+        if nonzero(&v) {
+            out.push(if a < b {
+                (a, b, v)
+            } else {
+                (b, a, v.map(|x| -x))
+            });
+        }
+    };
+    for i in 0..list.row.len().saturating_sub(1) {
+        for k in list.row[i] as usize..list.row[i + 1] as usize {
+            push(ids[i], ids[list.partner[k] as usize], row_value(k));
+        }
+    }
+    for (k, &[i, j]) in list.wraps.pair.iter().enumerate() {
+        push(ids[i as usize], ids[j as usize], wrap_value(k));
+    }
+    out
+}
+
+/// The nonzero `values` (springs or stored rolling torques; empty: none)
+/// of the old wall contacts, keyed by particle id and wall.
+fn old_wall_values(wl: &WallList, ids: &[u32], values: &[[f32; 3]]) -> Vec<(u32, u32, [f32; 3])> {
+    let mut out = Vec::new();
+    for i in 0..wl.row.len().saturating_sub(1) {
+        for k in wl.row[i] as usize..wl.row[i + 1] as usize {
+            if let Some(v) = values.get(k).filter(|v| nonzero(v)) {
+                out.push((ids[i], wl.wall[k], *v));
+            }
+        }
+    }
+    out
+}
+
 impl PairListSim {
     /// Sorts the particles by cell and builds the pair and wall lists,
     /// carrying every stretched spring over by persistent ids.
@@ -316,85 +369,39 @@ impl PairListSim {
 
         // Springs of the old lists, by persistent id.
         let old_ids = ids(&self.state.meta);
-        let mut springs = Vec::new();
-        for i in 0..self.list.row.len().saturating_sub(1) {
-            for k in self.list.row[i] as usize..self.list.row[i + 1] as usize {
-                let sp = &self.list.spring;
-                let s = [sp[0][k], sp[1][k], sp[2][k]];
-                if nonzero(&s) {
-                    let (a, b) = (old_ids[i], old_ids[self.list.partner[k] as usize]);
-                    springs.push(if a < b {
-                        (a, b, s)
-                    } else {
-                        (b, a, s.map(|x| -x))
-                    });
-                }
-            }
-        }
-        for (k, &[i, j]) in self.list.wraps.pair.iter().enumerate() {
-            let s = self.list.wraps.spring[k];
-            if nonzero(&s) {
-                let (a, b) = (old_ids[i as usize], old_ids[j as usize]);
-                springs.push(if a < b {
-                    (a, b, s)
-                } else {
-                    (b, a, s.map(|x| -x))
-                });
-            }
-        }
-        let carried = CarriedSprings::new(n, springs);
+        let list = &self.list;
+        let carried = CarriedSprings::new(
+            n,
+            old_pair_values(
+                list,
+                &old_ids,
+                |k| [list.spring[0][k], list.spring[1][k], list.spring[2][k]],
+                |k| list.wraps.spring[k],
+            ),
+        );
         let roll_model = self.params.rolling_model;
         let keep_roll = roll_model == ROLL_EPSD2;
-        let mut rolls = Vec::new();
-        if keep_roll && !self.list.roll[0].is_empty() {
-            for i in 0..self.list.row.len().saturating_sub(1) {
-                for k in self.list.row[i] as usize..self.list.row[i + 1] as usize {
-                    let r = &self.list.roll;
-                    let m = [r[0][k], r[1][k], r[2][k]];
-                    if nonzero(&m) {
-                        let (a, b) = (old_ids[i], old_ids[self.list.partner[k] as usize]);
-                        rolls.push(if a < b {
-                            (a, b, m)
-                        } else {
-                            (b, a, m.map(|x| -x))
-                        });
-                    }
-                }
-            }
-        }
-        if keep_roll {
-            for (k, &[i, j]) in self.list.wraps.pair.iter().enumerate() {
-                let m = self.list.wraps.roll[k];
-                if nonzero(&m) {
-                    let (a, b) = (old_ids[i as usize], old_ids[j as usize]);
-                    rolls.push(if a < b {
-                        (a, b, m)
+        let rolls = if keep_roll {
+            old_pair_values(
+                list,
+                &old_ids,
+                |k| {
+                    let r = &list.roll;
+                    if r[0].is_empty() {
+                        [0.0; 3]
                     } else {
-                        (b, a, m.map(|x| -x))
-                    });
-                }
-            }
-        }
+                        [r[0][k], r[1][k], r[2][k]]
+                    }
+                },
+                |k| list.wraps.roll[k],
+            )
+        } else {
+            Vec::new()
+        };
         let carried_rolls = CarriedSprings::new(n, rolls);
-        let mut wall_springs = Vec::new();
-        for i in 0..self.wall_list.row.len().saturating_sub(1) {
-            for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
-                let s = self.wall_list.spring[k];
-                if nonzero(&s) {
-                    wall_springs.push((old_ids[i], self.wall_list.wall[k], s));
-                }
-            }
-        }
-        let carried_walls = CarriedSprings::new(n, wall_springs);
-        let mut wall_rolls = Vec::new();
-        for i in 0..self.wall_list.row.len().saturating_sub(1) {
-            for k in self.wall_list.row[i] as usize..self.wall_list.row[i + 1] as usize {
-                if let Some(m) = self.wall_list.roll.get(k).filter(|m| nonzero(m)) {
-                    wall_rolls.push((old_ids[i], self.wall_list.wall[k], *m));
-                }
-            }
-        }
-        let carried_wall_rolls = CarriedSprings::new(n, wall_rolls);
+        let wl = &self.wall_list;
+        let carried_walls = CarriedSprings::new(n, old_wall_values(wl, &old_ids, &wl.spring));
+        let carried_wall_rolls = CarriedSprings::new(n, old_wall_values(wl, &old_ids, &wl.roll));
 
         // Free particles back into the box along periodic axes (their
         // displacement restarts here; body particles follow their bodies).

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 
+use super::build::image_component;
 use super::dispatch;
 use super::integrate::{Found, VerletUpdate};
 use super::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
@@ -40,10 +41,7 @@ fn image(period: Option<([f32; 3], [f32; 3])>, pi: &[f32; 4], pj: [f32; 4]) -> [
     };
     let mut out = pj;
     for a in 0..3 {
-        if period[a] > 0.0 {
-            let k = ((pi[a] - pj[a]) * inv[a]).round_ties_even();
-            out[a] = pj[a] + k * period[a];
-        }
+        out[a] = image_component(pi[a], pj[a], period[a], inv[a]);
     }
     out
 }
@@ -252,11 +250,8 @@ impl PairInputs<'_> {
                 // puts them in the lanes.
                 for l in 0..LANES {
                     for a in 0..3 {
-                        if period[a] > 0.0 {
-                            let (pi, pj) = (batch.pi[a][l], batch.pj[a][l]);
-                            let k = ((pi - pj) * inv[a]).round_ties_even();
-                            batch.pj[a][l] = pj + k * period[a];
-                        }
+                        batch.pj[a][l] =
+                            image_component(batch.pi[a][l], batch.pj[a][l], period[a], inv[a]);
                     }
                 }
             }

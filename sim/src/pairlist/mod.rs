@@ -39,7 +39,7 @@ use pellet_formats::scene::Integrator;
 
 use crate::setup::{PairParams, SimSetup, WallParams};
 use crate::stages::common::{BodyGpu, Params};
-use crate::{Counter, ForceKind, HostState, NUM_COUNTERS, SimError};
+use crate::{Counter, ForceKind, HostState, NUM_COUNTERS};
 
 mod build;
 pub mod dispatch;
@@ -182,22 +182,9 @@ impl PairListSim {
         if rayon::current_thread_index().is_none() {
             return rayon::scope(|_| self.advance(steps));
         }
-        match self.integrator {
-            Integrator::VelocityVerlet => self.advance_verlet(steps),
-            Integrator::Rk2 => {
-                for _ in 0..steps {
-                    self.clear_step_counters();
-                    self.update_max_displacement();
-                    self.rebuild_if_needed();
-                    self.compute_forces(ForceKind::Trial);
-                    self.rk2_mid();
-                    self.update_max_displacement();
-                    self.rebuild_if_needed();
-                    self.compute_forces(ForceKind::Commit);
-                    self.rk2_end();
-                    self.step += 1;
-                }
-            }
+        match self.advance_with(steps, &mut OwnForces) {
+            Ok(()) => {}
+            Err(never) => match never {},
         }
     }
 
@@ -213,7 +200,7 @@ impl PairListSim {
     }
 
     /// Builds the first list and evaluates the first forces with `source`.
-    pub fn prime_with(&mut self, source: &mut impl ForceSource) -> Result<(), SimError> {
+    pub fn prime_with<S: ForceSource>(&mut self, source: &mut S) -> Result<(), S::Error> {
         self.rebuild();
         source.forces(self, ForceKind::Prime)?;
         self.body_reduce();
@@ -224,11 +211,11 @@ impl PairListSim {
     /// integration, lists, rebuilds and checks as [`PairListSim::advance`],
     /// the force pass outside (velocity Verlet's closing and opening kicks
     /// then take a pass of their own).
-    pub fn advance_with(
+    pub fn advance_with<S: ForceSource>(
         &mut self,
         steps: u32,
-        source: &mut impl ForceSource,
-    ) -> Result<(), SimError> {
+        source: &mut S,
+    ) -> Result<(), S::Error> {
         for s in 0..steps {
             self.clear_step_counters();
             match self.integrator {
@@ -241,8 +228,19 @@ impl PairListSim {
                         self.body_particles(true);
                     }
                     self.rebuild_if_needed();
-                    source.forces(self, ForceKind::Commit)?;
-                    self.verlet_pass(true, s + 1 < steps);
+                    if source.fuses_update() && !self.list.major_periodic() {
+                        // The closing half kick of this step (and the opening
+                        // kick and drift of the next) run slab by slab as the
+                        // forces finish.
+                        let update = self.verlet_update(true, s + 1 < steps);
+                        self.forces_then(ForceKind::Commit, Some(update));
+                    } else {
+                        // Forces from outside, or pairs across the major
+                        // axis' periodic face that come after the slabs: the
+                        // update waits for all of them.
+                        source.forces(self, ForceKind::Commit)?;
+                        self.verlet_pass(true, s + 1 < steps);
+                    }
                     if !self.bodies.is_empty() {
                         self.body_reduce();
                         self.body_end();
@@ -263,39 +261,6 @@ impl PairListSim {
             self.step += 1;
         }
         Ok(())
-    }
-
-    /// Velocity Verlet: the closing half kick of one step and the opening
-    /// kick and drift of the next are one pass over the particles.
-    fn advance_verlet(&mut self, steps: u32) {
-        for s in 0..steps {
-            self.clear_step_counters();
-            if s == 0 {
-                self.verlet_open();
-            }
-            if !self.bodies.is_empty() {
-                self.body_begin();
-                self.body_particles(true);
-            }
-            self.rebuild_if_needed();
-            if self.list.major_periodic() {
-                // The pairs across the major axis' face come after the
-                // slabs: the update waits for them.
-                self.forces_then(ForceKind::Commit, None);
-                self.verlet_pass(true, s + 1 < steps);
-            } else {
-                // The closing half kick of this step (and the opening kick
-                // and drift of the next) run slab by slab as the forces finish.
-                let update = self.verlet_update(true, s + 1 < steps);
-                self.forces_then(ForceKind::Commit, Some(update));
-            }
-            if !self.bodies.is_empty() {
-                self.body_reduce();
-                self.body_end();
-                self.body_particles(false);
-            }
-            self.step += 1;
-        }
     }
 
     /// Resets the per-step counters.
@@ -332,10 +297,36 @@ impl PairListSim {
 /// Forces evaluated outside the engine, on its lists (block-wise stepping
 /// evaluates them on the GPU, a block at a time).
 pub trait ForceSource {
+    /// What a failed evaluation gives.
+    type Error;
+
     /// Sets `force` and `torque` of every particle of `sim.state` (gravity,
     /// walls, listed pairs), advances the springs of `sim.list` and
     /// `sim.wall_list` as `kind` says, and adds the contacts to `sim.counters`.
-    fn forces(&mut self, sim: &mut PairListSim, kind: ForceKind) -> Result<(), SimError>;
+    fn forces(&mut self, sim: &mut PairListSim, kind: ForceKind) -> Result<(), Self::Error>;
+
+    /// Whether velocity Verlet's update may run inside the engine's own
+    /// force pass, slab by slab (only the engine's own forces).
+    fn fuses_update(&self) -> bool {
+        false
+    }
+}
+
+/// The engine's own forces ([`PairListSim::compute_forces`]), which
+/// [`PairListSim::advance`] steps with.
+struct OwnForces;
+
+impl ForceSource for OwnForces {
+    type Error = std::convert::Infallible;
+
+    fn forces(&mut self, sim: &mut PairListSim, kind: ForceKind) -> Result<(), Self::Error> {
+        sim.compute_forces(kind);
+        Ok(())
+    }
+
+    fn fuses_update(&self) -> bool {
+        true
+    }
 }
 
 impl PairListSim {

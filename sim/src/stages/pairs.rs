@@ -13,7 +13,7 @@
 //! The counting sort between `clear_cells` and `commit_reorder` is the
 //! `sort` stage's ([`CpuSim::sort`]).
 
-use super::common::{HERTZ, ROLL_EPSD2, ROLL_NONE, V3, add, cross, dot, scale, sub};
+use super::common::{HERTZ, ROLL_EPSD2, ROLL_NONE, add, cross, dot, scale, sub};
 use super::forces::{contact_force_full, pair_constants, rolling_torque};
 use crate::cpu::CpuSim;
 use crate::{Counter, ForceKind, NeighbourSink, for_each_neighbour};
@@ -241,48 +241,22 @@ impl CpuSim {
         (walk.up, walk.low)
     }
 
-    /// Kernel function `carried_spring`: the old list's spring of `(i, j)`
-    /// in `i`'s view.
-    fn carried_spring(&self, list: &ListBuffers, i: usize, j: usize) -> V3 {
+    /// Kernel function `carried_entry`: where the old list held the pair
+    /// `(i, j)`, and `1` when in the old row of `i` (`-1` in the row of
+    /// `j`: its values negated for `i`'s view); `None` when not listed.
+    fn carried_entry(&self, list: &ListBuffers, i: usize, j: usize) -> Option<(usize, f32)> {
         let meta = &self.state.meta;
         let (id_i, id_j) = (meta[i][0], meta[j][0]);
         let (oi, oj) = (self.sorted_index[i] as usize, self.sorted_index[j] as usize);
         let row = |o: usize| list.old_start[o] as usize..list.old_start[o + 1] as usize;
-        for p in row(oi) {
-            let h = list.old_hist[p];
-            if h[3].to_bits() == id_j {
-                return [h[0], h[1], h[2]];
-            }
-        }
-        for p in row(oj) {
-            let h = list.old_hist[p];
-            if h[3].to_bits() == id_i {
-                return [-h[0], -h[1], -h[2]];
-            }
-        }
-        [0.0; 3]
-    }
-
-    /// Kernel function `carried_roll`: the old list's stored rolling torque
-    /// of `(i, j)` in `i`'s view.
-    fn carried_roll(&self, list: &ListBuffers, i: usize, j: usize) -> V3 {
-        let meta = &self.state.meta;
-        let (id_i, id_j) = (meta[i][0], meta[j][0]);
-        let (oi, oj) = (self.sorted_index[i] as usize, self.sorted_index[j] as usize);
-        let row = |o: usize| list.old_start[o] as usize..list.old_start[o + 1] as usize;
-        for p in row(oi) {
-            if list.old_hist[p][3].to_bits() == id_j {
-                let m = list.old_roll[p];
-                return [m[0], m[1], m[2]];
-            }
-        }
-        for p in row(oj) {
-            if list.old_hist[p][3].to_bits() == id_i {
-                let m = list.old_roll[p];
-                return [-m[0], -m[1], -m[2]];
-            }
-        }
-        [0.0; 3]
+        row(oi)
+            .find(|&p| list.old_hist[p][3].to_bits() == id_j)
+            .map(|p| (p, 1.0))
+            .or_else(|| {
+                row(oj)
+                    .find(|&p| list.old_hist[p][3].to_bits() == id_i)
+                    .map(|p| (p, -1.0))
+            })
     }
 
     /// Kernel function `pair_constants`: `kn`, `kt`, `mu` and the damping
@@ -335,7 +309,15 @@ impl CpuSim {
                 list.pair_i[p] = i as u32;
                 list.pair_j[p] = j;
                 list.pair_const[p] = self.pair_constants(i, j as usize);
-                let s = self.carried_spring(list, i, j as usize);
+                // The spring (and stored rolling torque) the old list held,
+                // in i's view.
+                let carried = self.carried_entry(list, i, j as usize);
+                let view = |v: [f32; 4]| {
+                    carried.map_or([0.0; 3], |(_, sign)| {
+                        [v[0] * sign, v[1] * sign, v[2] * sign]
+                    })
+                };
+                let s = view(carried.map_or([0.0; 4], |(q, _)| list.old_hist[q]));
                 list.pair_hist[p] = [
                     s[0],
                     s[1],
@@ -343,7 +325,7 @@ impl CpuSim {
                     f32::from_bits(self.state.meta[j as usize][0]),
                 ];
                 if rolling == ROLL_EPSD2 {
-                    let m = self.carried_roll(list, i, j as usize);
+                    let m = view(carried.map_or([0.0; 4], |(q, _)| list.old_roll[q]));
                     list.pair_roll[p] = [m[0], m[1], m[2], 0.0];
                 }
             }

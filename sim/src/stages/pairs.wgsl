@@ -221,32 +221,15 @@ fn listed(pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, j: u32) -> bool {
     return inv_mass_i + vel[j].w != 0.0;
 }
 
-// The spring the old list held for the pair (i, j), in i's view: found in
-// the old row of i (partner id j) or of j (partner id i, negated).
-fn carried_spring(i: u32, j: u32) -> vec3<f32> {
-    let cap = atomicLoad(&list_state[LS_CAPACITY]);
-    let id_i = pinfo[i].x;
-    let id_j = pinfo[j].x;
-    let oi = sorted_index[i];
-    let oj = sorted_index[j];
-    for (var p = old_start[oi]; p < min(old_start[oi + 1u], cap); p = p + 1u) {
-        let h = old_hist[p];
-        if (bitcast<u32>(h.w) == id_j) {
-            return h.xyz;
-        }
-    }
-    for (var p = old_start[oj]; p < min(old_start[oj + 1u], cap); p = p + 1u) {
-        let h = old_hist[p];
-        if (bitcast<u32>(h.w) == id_i) {
-            return -h.xyz;
-        }
-    }
-    return vec3<f32>(0.0);
+// Where the old list held the pair (i, j): its index and +1 when found in
+// the old row of i (partner id j), -1 in the row of j (partner id i: its
+// values negated for i's view), 0 when not listed.
+struct Carried {
+    p: u32,
+    sign: f32,
 }
 
-// The stored rolling torque the old list held for the pair (i, j), in i's
-// view (carried_spring's search, reading the torques beside the springs).
-fn carried_roll(i: u32, j: u32) -> vec3<f32> {
+fn carried_entry(i: u32, j: u32) -> Carried {
     let cap = atomicLoad(&list_state[LS_CAPACITY]);
     let id_i = pinfo[i].x;
     let id_j = pinfo[j].x;
@@ -254,15 +237,15 @@ fn carried_roll(i: u32, j: u32) -> vec3<f32> {
     let oj = sorted_index[j];
     for (var p = old_start[oi]; p < min(old_start[oi + 1u], cap); p = p + 1u) {
         if (bitcast<u32>(old_hist[p].w) == id_j) {
-            return old_roll[p].xyz;
+            return Carried(p, 1.0);
         }
     }
     for (var p = old_start[oj]; p < min(old_start[oj + 1u], cap); p = p + 1u) {
         if (bitcast<u32>(old_hist[p].w) == id_i) {
-            return -old_roll[p].xyz;
+            return Carried(p, -1.0);
         }
     }
-    return vec3<f32>(0.0);
+    return Carried(0u, 0.0);
 }
 
 const OP_COUNT: u32 = 0u;
@@ -283,9 +266,20 @@ fn visit(i: u32, j: u32, pi: vec4<f32>, mi: vec4<u32>, inv_mass_i: f32, op: u32,
             let p = pair_start[i] + (*walk).up;
             pair_i[p] = i;
             pair_j[p] = j;
-            pair_hist[p] = vec4<f32>(carried_spring(i, j), bitcast<f32>(pinfo[j].x));
+            // The spring (and stored rolling torque) the old list held, in
+            // i's view.
+            let c = carried_entry(i, j);
+            var spring = vec3<f32>(0.0);
+            var roll = vec3<f32>(0.0);
+            if (c.sign != 0.0) {
+                spring = old_hist[c.p].xyz * c.sign;
+                if (ROLLING_MODEL == ROLL_EPSD2) {
+                    roll = old_roll[c.p].xyz * c.sign;
+                }
+            }
+            pair_hist[p] = vec4<f32>(spring, bitcast<f32>(pinfo[j].x));
             if (ROLLING_MODEL == ROLL_EPSD2) {
-                pair_roll[p] = vec4<f32>(carried_roll(i, j), 0.0);
+                pair_roll[p] = vec4<f32>(roll, 0.0);
             }
             pair_const[p] = pair_constants(mi.y, pinfo[j].y, inv_mass_i + vel[j].w, pi.w, pos[j].w);
         }
