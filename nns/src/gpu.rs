@@ -426,7 +426,7 @@ fn gather(grid: &CellGrid, block: &Block) -> Gathered {
                 let c = grid.index([x, y, z]);
                 starts.push(host.len() as u32);
                 let (from, to) = (grid.starts[c] as usize, grid.starts[c + 1] as usize);
-                host.extend_from_slice(&grid.sorted[from..to]);
+                host.extend((from..to).map(|s| grid.point(s)));
                 cell_of.extend(std::iter::repeat_n(local, to - from));
                 local += 1;
             }

@@ -21,9 +21,13 @@ pub mod cpu;
 pub mod generate;
 pub mod gpu;
 pub mod grid;
+pub mod kernel;
 pub mod model;
 pub mod output;
+pub(crate) mod simd;
 pub mod tree;
+
+pub use simd::simd_level;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -302,7 +306,7 @@ pub fn search(
     };
     let started = Instant::now();
     let max_cells = (points.len() as u64 * 4).max(1 << 16);
-    let grid = CellGrid::new(points, options.radius, max_cells)?;
+    let grid = CellGrid::new(points, options.radius, max_cells, threads)?;
     report.phases.grid_s = started.elapsed().as_secs_f64();
     report.grid_dims = grid.dims;
     report.cell = grid.cell;
@@ -365,13 +369,19 @@ pub fn search(
     let started = Instant::now();
     let mut cpu_cells: Vec<usize> = Vec::new();
     if gpu.is_none() {
-        cpu_cells = (0..grid.cell_count())
-            .filter(|&c| grid.starts[c + 1] > grid.starts[c])
-            .collect();
-    } else {
-        for b in &blocks {
-            boundary_cells(&grid, b, &mut cpu_cells);
-        }
+        // CPU threads only: the whole grid as one box, half-shell, written
+        // straight into input order.
+        let neighbours = cpu::search_all(&grid, eps2, threads);
+        report.phases.search_s = started.elapsed().as_secs_f64();
+        report.cpu_thread_s = report.phases.search_s * threads as f64;
+        report.cpu_points = points.len() as u64;
+        report.neighbours = neighbours.indices.len() as u64;
+        report.total_s = total_start.elapsed().as_secs_f64();
+        report.queries_per_s = points.len() as f64 / report.total_s.max(1e-12);
+        return Ok((neighbours, report));
+    }
+    for b in &blocks {
+        boundary_cells(&grid, b, &mut cpu_cells);
     }
     let queue = CellQueue::new(cpu_cells);
     let (gpu_lists, cpu_lists) = std::thread::scope(|scope| -> Result<_, NnsError> {

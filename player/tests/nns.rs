@@ -357,7 +357,7 @@ fn the_fitted_estimate_beats_the_table_model_on_packed_grains() {
     let table = table();
     let points = generate("pile", 200_000, 3).unwrap();
     let radius = 0.6;
-    let grid = CellGrid::new(&points, radius, 1 << 24).unwrap();
+    let grid = CellGrid::new(&points, radius, 1 << 24, 2).unwrap();
     let (lists, _) = search(
         &points,
         &NnsOptions {
@@ -372,12 +372,9 @@ fn the_fitted_estimate_beats_the_table_model_on_packed_grains() {
     // Exact mean neighbours per cell.
     let mut exact = vec![0.0; grid.cell_count()];
     for c in 0..grid.cell_count() {
-        let run = &grid.sorted[grid.starts[c] as usize..grid.starts[c + 1] as usize];
+        let run = &grid.ids[grid.starts[c] as usize..grid.starts[c + 1] as usize];
         if !run.is_empty() {
-            let total: usize = run
-                .iter()
-                .map(|p| lists.of(p[3].to_bits() as usize).len())
-                .sum();
+            let total: usize = run.iter().map(|&id| lists.of(id as usize).len()).sum();
             exact[c] = total as f64 / run.len() as f64;
         }
     }
@@ -407,4 +404,48 @@ fn the_fitted_estimate_beats_the_table_model_on_packed_grains() {
         measured > 0.5 * fitted_rmse && measured < 2.0 * fitted_rmse,
         "measured {measured} vs real {fitted_rmse}"
     );
+}
+
+/// The CPU search finds the same lists, in the same order, with every
+/// instruction set this CPU has (`PELLET_SIMD` lowers the level), on 1 and
+/// 2 threads; and they are exact (against brute force).
+#[test]
+fn every_instruction_set_and_thread_count_writes_the_same_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (level, threads) in [("", "2"), ("", "1"), ("avx2", "2"), ("portable", "2")] {
+        let path = dir.path().join(format!("n-{level}-{threads}.bin"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_player"))
+            .args([
+                "nns",
+                "--generate",
+                "clusters",
+                "--particles",
+                "20000",
+                "--radius",
+                "0.6",
+                "--backend",
+                "cpu",
+                "--threads",
+                threads,
+                "--out",
+            ])
+            .arg(&path)
+            .env("PELLET_SIMD", level)
+            .env("NODEVICE_SELECT", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(std::fs::read(&path).unwrap());
+    }
+    for f in &files[1..] {
+        assert!(f == &files[0], "the lists differ between builds or threads");
+    }
+    let lists = read_neighbours(&dir.path().join("n--2.bin")).unwrap();
+    let points = generate("clusters", 20000, 1).unwrap();
+    assert_exact(&points, 0.6, lists, "every instruction set");
 }

@@ -1,0 +1,408 @@
+//! Runtime choice of the instruction set for the CPU search: the one module
+//! of this crate that allows `unsafe` (the workspace denies it), because
+//! calling a `#[target_feature]` function is unsafe until the feature is
+//! known to be there.
+//!
+//! Audit: each `unsafe` block below calls a function compiled for a feature
+//! only after `is_x86_feature_detected!` has reported that feature on this
+//! CPU (read once, in [`level`]; `PELLET_SIMD` may only lower it). The
+//! functions called contain no unsafe code: they inline the safe
+//! [`kernel`] loops, which the compiler vectorises for the feature. Off
+//! x86-64, or without the features, the portable build runs. Every build
+//! computes the same f64 sums in the same order, so every build finds the
+//! same pairs (tested in `tests/nns.rs`).
+//!
+//! [`DisjointLists`] lets the threads of the CPU search write whole lists
+//! into one output at places given by a prefix sum, which Rust's slices
+//! cannot split (the places follow the input order, not the threads'
+//! ranges); its audit is on the type.
+#![allow(unsafe_code)]
+
+use super::cpu::Lists;
+use super::grid::CellGrid;
+use super::kernel::{self, BoxIndex, HalfShell, LANES, Lanes, Points, Portable, Sink, keep, unit};
+
+/// One output array that several threads fill with whole lists, each at
+/// its own place `from..to`.
+///
+/// Audit: [`DisjointLists::write`] checks that the list fills exactly
+/// `from..to` and that `from..to` lies in the array, so no write leaves
+/// its slot or the array. The callers write each point's list once, at
+/// `offsets[id]..offsets[id + 1]` of a prefix sum over the points' list
+/// lengths: slots that do not overlap, so no two threads ever write the
+/// same element. The array is borrowed mutably for the writer's whole
+/// life, so nothing reads it meanwhile.
+#[derive(Debug)]
+pub struct DisjointLists<'a> {
+    base: *mut u32,
+    len: usize,
+    _borrow: std::marker::PhantomData<&'a mut [u32]>,
+}
+
+// SAFETY: the writer only ever writes disjoint slots (see the type's audit),
+// so sharing it between threads creates no data race.
+unsafe impl Sync for DisjointLists<'_> {}
+
+impl<'a> DisjointLists<'a> {
+    /// A writer over `out`.
+    pub fn new(out: &'a mut [u32]) -> Self {
+        Self {
+            base: out.as_mut_ptr(),
+            len: out.len(),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// Asks the CPU to bring slot `at` into cache for writing (a hint: does
+    /// nothing off x86-64, and never faults).
+    #[inline(always)]
+    pub fn prefetch(&self, at: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = self
+                .base
+                .wrapping_add(at.min(self.len))
+                .cast::<i8>()
+                .cast_const();
+            // SAFETY: a prefetch is a hint: it reads nothing the program
+            // sees and never faults, whatever the address.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = at;
+    }
+
+    /// Writes one list at `from`: `back`, then `ids[t]` for each `t` of
+    /// `fwd`, then `own`; returns its length.
+    ///
+    /// # Panics
+    /// When the list would not fit in the array, or an entry of `fwd` is
+    /// not an index of `ids`.
+    #[inline(always)]
+    pub fn write_list(
+        &self,
+        from: usize,
+        back: &[u32],
+        fwd: &[u32],
+        ids: &[u32],
+        own: &[u32],
+    ) -> usize {
+        let len = back.len() + fwd.len() + own.len();
+        assert!(from <= self.len && len <= self.len - from);
+        // SAFETY: `from..from + len` lies in the array (checked above) and
+        // is the slot of one list, written by one thread once (the type's
+        // audit); `ids[t]` is checked before each write.
+        unsafe {
+            let p = self.base.add(from);
+            std::ptr::copy_nonoverlapping(back.as_ptr(), p, back.len());
+            let q = p.add(back.len());
+            for (k, &t) in fwd.iter().enumerate() {
+                q.add(k).write(ids[t as usize]);
+            }
+            std::ptr::copy_nonoverlapping(own.as_ptr(), q.add(fwd.len()), own.len());
+        }
+        len
+    }
+}
+
+/// Asks Linux to back `v` with huge pages where it can (a hint, for large
+/// arrays about to be written once: one fault per 2 MiB instead of per
+/// 4 KiB). Does nothing elsewhere, or for arrays under 4 MiB.
+pub fn advise_huge_pages<T>(v: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = size_of_val(v);
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = v.as_mut_ptr() as usize;
+        let from = start.next_multiple_of(HUGE);
+        let to = (start + bytes) / HUGE * HUGE;
+        if to > from {
+            // SAFETY: `from..to` lies inside `v`'s allocation (aligned
+            // inwards); MADV_HUGEPAGE changes how the kernel backs the pages,
+            // never their contents, and its result is only a hint.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// `n` copies of `value` in memory advised to huge pages
+/// ([`advise_huge_pages`]) before it is written.
+pub fn huge_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    advise_huge_pages(v.spare_capacity_mut());
+    v.resize(n, value);
+    v
+}
+
+/// `n` zeros in memory advised to huge pages: the allocator's zeroed pages
+/// are not touched here, so capacity never written costs nothing.
+pub fn huge_zeroed<T: Clone + Default + bytemuck::Zeroable>(n: usize) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    advise_huge_pages(&mut v);
+    v
+}
+
+/// The instruction sets the search is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+/// The widest instructions this CPU has, lowered by `PELLET_SIMD=avx2` or
+/// `PELLET_SIMD=portable` in the environment (to measure or test the
+/// narrower builds on a wider CPU).
+fn level() -> Level {
+    static LEVEL: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let asked = std::env::var("PELLET_SIMD").unwrap_or_default();
+            let avx2 = std::arch::is_x86_feature_detected!("avx2") && asked != "portable";
+            let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("popcnt")
+                && std::arch::is_x86_feature_detected!("bmi1")
+                && std::arch::is_x86_feature_detected!("bmi2")
+                && avx2
+                && asked != "avx2";
+            if avx512 {
+                return Level::Avx512;
+            }
+            if avx2 {
+                return Level::Avx2;
+            }
+        }
+        Level::Portable
+    })
+}
+
+/// The instruction set the search uses here: `"avx512"`, `"avx2"` or
+/// `"portable"`.
+pub fn simd_level() -> &'static str {
+    match level() {
+        Level::Avx512 => "avx512",
+        Level::Avx2 => "avx2",
+        Level::Portable => "portable",
+    }
+}
+
+/// [`kernel::half_shell`] with the widest instructions this CPU has.
+pub fn half_shell(grid: &CellGrid, bx: &BoxIndex, z0: u32, z1: u32, eps2: f64) -> HalfShell {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: the CPU reports AVX-512F, the only feature the function is
+        // compiled for; the call passes plain references.
+        Level::Avx512 => return unsafe { half_shell_avx512(grid, bx, z0, z1, eps2) },
+        // SAFETY: the CPU reports AVX2, the only feature the function is
+        // compiled for; the call passes plain references.
+        Level::Avx2 => return unsafe { half_shell_avx2(grid, bx, z0, z1, eps2) },
+        Level::Portable => {}
+    }
+    kernel::half_shell::<Portable>(grid, bx, z0, z1, eps2)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,popcnt,bmi1,bmi2")]
+fn half_shell_avx512(grid: &CellGrid, bx: &BoxIndex, z0: u32, z1: u32, eps2: f64) -> HalfShell {
+    kernel::half_shell::<Avx512>(grid, bx, z0, z1, eps2)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn half_shell_avx2(grid: &CellGrid, bx: &BoxIndex, z0: u32, z1: u32, eps2: f64) -> HalfShell {
+    kernel::half_shell::<Avx2>(grid, bx, z0, z1, eps2)
+}
+
+/// The full lists of every point of `cells` (linear indices, in the order
+/// given), testing all 27 cells around each point, with the widest
+/// instructions this CPU has.
+pub fn search_cells(grid: &CellGrid, cells: &[usize], eps2: f64) -> Lists {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: the CPU reports AVX-512F, the only feature the function is
+        // compiled for; the call passes plain references.
+        Level::Avx512 => return unsafe { cells_avx512(grid, cells, eps2) },
+        // SAFETY: the CPU reports AVX2, the only feature the function is
+        // compiled for; the call passes plain references.
+        Level::Avx2 => return unsafe { cells_avx2(grid, cells, eps2) },
+        Level::Portable => {}
+    }
+    cells_with::<Portable>(grid, cells, eps2)
+}
+
+#[inline(always)]
+fn cells_with<L: Lanes>(grid: &CellGrid, cells: &[usize], eps2: f64) -> Lists {
+    kernel::full_cells::<L>(grid, cells.iter().copied(), eps2)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,popcnt,bmi1,bmi2")]
+fn cells_avx512(grid: &CellGrid, cells: &[usize], eps2: f64) -> Lists {
+    cells_with::<Avx512>(grid, cells, eps2)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn cells_avx2(grid: &CellGrid, cells: &[usize], eps2: f64) -> Lists {
+    cells_with::<Avx2>(grid, cells, eps2)
+}
+
+/// The AVX-512 test: the eight candidates' coordinates widened to f64 in
+/// one register per axis, the same subtractions, products and sums as the
+/// portable test, and one compare into a mask; neighbours are written
+/// without a branch each (their indices compressed by the mask in a
+/// register and stored whole).
+#[cfg(target_arch = "x86_64")]
+struct Avx512;
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for Avx512 {
+    #[inline(always)]
+    fn mask(c: Points<'_>, at: usize, p: [f64; 3], eps2: f64) -> u32 {
+        use std::arch::x86_64::*;
+        let x = &c.xs[at..at + LANES];
+        let y = &c.ys[at..at + LANES];
+        let z = &c.zs[at..at + LANES];
+        // SAFETY: `Avx512` is used only by the functions above compiled for
+        // AVX-512F/VL, which run after the CPU reported them; each load
+        // reads the eight floats of a slice just checked to hold eight.
+        unsafe {
+            let dx = _mm512_sub_pd(
+                _mm512_set1_pd(p[0]),
+                _mm512_cvtps_pd(_mm256_loadu_ps(x.as_ptr())),
+            );
+            let dy = _mm512_sub_pd(
+                _mm512_set1_pd(p[1]),
+                _mm512_cvtps_pd(_mm256_loadu_ps(y.as_ptr())),
+            );
+            let dz = _mm512_sub_pd(
+                _mm512_set1_pd(p[2]),
+                _mm512_cvtps_pd(_mm256_loadu_ps(z.as_ptr())),
+            );
+            let d2 = _mm512_add_pd(
+                _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
+                _mm512_mul_pd(dz, dz),
+            );
+            u32::from(_mm512_cmp_pd_mask::<_CMP_LE_OQ>(d2, _mm512_set1_pd(eps2)))
+        }
+    }
+
+    #[inline(always)]
+    fn scan(c: Points<'_>, from: usize, to: usize, p: [f64; 3], eps2: f64, own: &mut Sink) {
+        own.reserve(to.saturating_sub(from));
+        let mut at = from;
+        while at < to {
+            let m = Self::mask(c, at, p, eps2) & keep(to - at);
+            compress_into(&c.ids[at..at + LANES], m, own);
+            at += LANES;
+        }
+    }
+
+    #[inline(always)]
+    fn scan_skip(
+        c: Points<'_>,
+        from: usize,
+        to: usize,
+        skip: usize,
+        p: [f64; 3],
+        eps2: f64,
+        own: &mut Sink,
+    ) {
+        own.reserve(to.saturating_sub(from));
+        let mut at = from;
+        while at < to {
+            let m = Self::mask(c, at, p, eps2) & keep(to - at) & !unit(skip.wrapping_sub(at));
+            compress_into(&c.ids[at..at + LANES], m, own);
+            at += LANES;
+        }
+    }
+
+    #[inline(always)]
+    fn scan_locals(
+        c: Points<'_>,
+        locals: &[u32],
+        from: usize,
+        to: usize,
+        p: [f64; 3],
+        eps2: f64,
+        edges: &mut Sink,
+    ) {
+        edges.reserve(to.saturating_sub(from));
+        let mut at = from;
+        while at < to {
+            let m = Self::mask(c, at, p, eps2) & keep(to - at);
+            compress_into(&locals[at..at + LANES], m, edges);
+            at += LANES;
+        }
+    }
+}
+
+/// Appends the entries of `v` (eight) whose bit is set in `m` to `out`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn compress_into(v: &[u32], m: u32, out: &mut Sink) {
+    use std::arch::x86_64::*;
+    let v = &v[..LANES];
+    let room = out.room();
+    // SAFETY: used only inside the AVX-512F/VL builds above, which run after
+    // the CPU reported both; the load reads the eight entries of `v`
+    // (checked just above), the store writes eight of `room`'s sixteen.
+    unsafe {
+        let c = _mm256_maskz_compress_epi32(m as u8, _mm256_loadu_si256(v.as_ptr().cast()));
+        _mm256_storeu_si256(room.as_mut_ptr().cast(), c);
+    }
+    out.advance(m.count_ones() as usize);
+}
+
+/// The AVX2 test: as [`Avx512`], four candidates per register (neighbours
+/// written one by one: AVX2 has no compress).
+#[cfg(target_arch = "x86_64")]
+struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for Avx2 {
+    #[inline(always)]
+    fn mask(c: Points<'_>, at: usize, p: [f64; 3], eps2: f64) -> u32 {
+        use std::arch::x86_64::*;
+        let x = &c.xs[at..at + LANES];
+        let y = &c.ys[at..at + LANES];
+        let z = &c.zs[at..at + LANES];
+        let mut m = 0u32;
+        for half in 0..LANES / 4 {
+            let k = 4 * half;
+            // SAFETY: `Avx2` is used only by the functions above compiled for
+            // AVX2, which run after the CPU reported it; each load reads four
+            // floats of a slice just checked to hold eight, from 0 or 4.
+            let bits = unsafe {
+                let dx = _mm256_sub_pd(
+                    _mm256_set1_pd(p[0]),
+                    _mm256_cvtps_pd(_mm_loadu_ps(x[k..k + 4].as_ptr())),
+                );
+                let dy = _mm256_sub_pd(
+                    _mm256_set1_pd(p[1]),
+                    _mm256_cvtps_pd(_mm_loadu_ps(y[k..k + 4].as_ptr())),
+                );
+                let dz = _mm256_sub_pd(
+                    _mm256_set1_pd(p[2]),
+                    _mm256_cvtps_pd(_mm_loadu_ps(z[k..k + 4].as_ptr())),
+                );
+                let d2 = _mm256_add_pd(
+                    _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+                    _mm256_mul_pd(dz, dz),
+                );
+                _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LE_OQ>(d2, _mm256_set1_pd(eps2)))
+            };
+            m |= (bits as u32) << k;
+        }
+        m
+    }
+}
