@@ -8,10 +8,17 @@
 //!    overlap table) gives each cell's expected neighbours; [`tree`] builds
 //!    the workload tree over boxes of cells and picks the front: the largest
 //!    boxes whose estimated device footprint fits the budget.
-//! 3. For each block the GPU ([`gpu::GpuSearcher`]) finds the neighbours of
-//!    the points whose search sphere stays inside the block, while CPU
-//!    threads ([`cpu`]) do the points near block faces at the same time. A
+//! 3. [`schedule`] shares the blocks between the GPU and CPU threads by
+//!    their measured rates (one queue: the GPU takes the largest while it
+//!    would finish before the CPU threads finish the rest, CPU threads the
+//!    smallest). For a GPU block, the device ([`gpu::GpuSearcher`]) finds
+//!    the neighbours of the points whose search sphere stays inside the
+//!    block and CPU threads do the points of its face cells; CPU threads
+//!    search their own blocks whole ([`cpu::search_box`], half-shell). A
 //!    block whose real output overflows its allocation is split and redone.
+//!    Without a GPU, or when the adapter runs on the host's own cores and
+//!    is the slower, CPU threads search the whole grid at once
+//!    ([`cpu::search_all`]).
 //! 4. The lists are assembled in input order as CSR ([`Neighbours`]).
 //!
 //! Results are exact: the pairs whose squared distance (summed in f64) is at
@@ -24,23 +31,24 @@ pub mod grid;
 pub mod kernel;
 pub mod model;
 pub mod output;
+pub mod schedule;
 pub(crate) mod simd;
 pub mod tree;
 
 pub use simd::simd_level;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use pellet_formats::assets::OverlapTable;
 use thiserror::Error;
 
 use cpu::Lists;
-use gpu::{BlockCost, BlockOutcome, GpuSearcher};
+use gpu::{BlockCost, GpuSearcher};
 use grid::CellGrid;
 pub use model::EstimateMode;
 use pellet_gpu::{Gpu, GpuError};
+pub use schedule::{Schedule, Share};
 use tree::{Block, Footprint, Workload};
 
 /// Why a search could not run.
@@ -137,6 +145,8 @@ pub struct NnsOptions {
     pub block: BlockMode,
     /// How expected neighbours are estimated. Default: fitted.
     pub estimate: EstimateMode,
+    /// How blocks are shared between the GPU and CPU threads. Default: auto.
+    pub schedule: Schedule,
     /// Safety margin per point, in neighbours, on top of the expected count
     /// (the paper's `4.8 x RMSE`). Default: 4.8 x the RMSE measured on the
     /// fitting sample (at least 1), or 4.8 x (1 + 10 % of the mean expected
@@ -153,6 +163,7 @@ impl Default for NnsOptions {
             block: BlockMode::Auto,
             estimate: EstimateMode::default(),
             aux_neighbours: None,
+            schedule: Schedule::default(),
         }
     }
 }
@@ -274,6 +285,16 @@ pub struct NnsReport {
     pub total_s: f64,
     /// Queries (points) per second over the whole search.
     pub queries_per_s: f64,
+    /// How blocks were shared: `auto`, `rates` or `gpu`.
+    pub schedule: String,
+    /// What the schedule decided, in words.
+    pub decision: String,
+    /// The GPU's share: points, blocks, busy and idle seconds, rate.
+    pub gpu: Share,
+    /// CPU threads' share (blocks and faces).
+    pub cpu: Share,
+    /// Peak resident memory of the process, bytes (Linux).
+    pub peak_memory_bytes: Option<u64>,
     /// Every block.
     pub block_list: Vec<BlockReport>,
 }
@@ -312,193 +333,140 @@ pub fn search(
     report.cell = grid.cell;
     let eps2 = f64::from(options.radius) * f64::from(options.radius);
 
-    let started = Instant::now();
-    // Blocks are planned only for the GPU: CPU threads search every cell.
-    let (work, model, blocks) = match &gpu {
-        None => {
-            report.estimate = "none".into();
-            (None, None, Vec::new())
-        }
-        Some(gpu) => {
-            let model::CellEstimate {
-                expected,
-                fit,
-                measured_rmse,
-            } = model::estimate(&grid, table, options.radius, options.estimate, threads);
-            report.estimate = match options.estimate {
-                EstimateMode::Table => "table",
-                EstimateMode::Fitted => "fitted",
-            }
-            .into();
-            report.fit = fit;
-            report.measured_rmse = measured_rmse;
-            let total_expected: f64 = grid
-                .counts()
-                .iter()
-                .zip(&expected)
-                .map(|(&n, e)| f64::from(n) * e)
-                .sum();
-            let mean = total_expected / points.len().max(1) as f64;
-            report.expected_mean = Some(mean);
-            let work = Workload::new(&grid, &expected);
-            report.aux_neighbours = options.aux_neighbours.unwrap_or(match measured_rmse {
-                Some(rmse) => (4.8 * rmse).max(1.0),
-                None => 4.8 * (1.0 + 0.1 * mean),
-            });
-            let model = Footprint {
-                aux_neighbours: report.aux_neighbours,
-                max_binding: gpu.device.limits().max_storage_buffer_binding_size,
-            };
-            // Two blocks are resident at once (double buffering): each gets half.
-            let blocks = match options.block {
-                BlockMode::Auto => {
-                    tree::plan_auto(&work, grid.dims, &model, options.device_budget / 2)?
-                }
-                BlockMode::Fixed(side) => {
-                    tree::plan_fixed(&work, grid.dims, &model, options.device_budget / 2, side)?
-                }
-            };
-            (Some(work), Some(model), blocks)
-        }
-    };
     report.ratio = f64::from(options.radius) / grid.cell;
-    report.phases.plan_s = started.elapsed().as_secs_f64();
-
-    // The CPU's cells: everything without a GPU, else each block's outer
-    // layer. Cells are handed out in chunks to the threads.
-    let started = Instant::now();
-    let mut cpu_cells: Vec<usize> = Vec::new();
-    if gpu.is_none() {
+    report.schedule = options.schedule.name().into();
+    let Some(gpu) = gpu else {
         // CPU threads only: the whole grid as one box, half-shell, written
         // straight into input order.
+        let started = Instant::now();
+        report.estimate = "none".into();
         let neighbours = cpu::search_all(&grid, eps2, threads);
         report.phases.search_s = started.elapsed().as_secs_f64();
-        report.cpu_thread_s = report.phases.search_s * threads as f64;
+        report.cpu.points = points.len() as u64;
+        report.cpu.busy_s = report.phases.search_s * threads as f64;
+        report.cpu.rate = points.len() as f64 / report.phases.search_s.max(1e-9);
         report.cpu_points = points.len() as u64;
-        report.neighbours = neighbours.indices.len() as u64;
-        report.total_s = total_start.elapsed().as_secs_f64();
-        report.queries_per_s = points.len() as f64 / report.total_s.max(1e-12);
-        return Ok((neighbours, report));
+        report.cpu_thread_s = report.cpu.busy_s;
+        return Ok(finish(neighbours, report, total_start));
+    };
+    if options.schedule == Schedule::Auto && schedule::shares_host_cores(&gpu) {
+        // The "GPU" is these same cores: sharing them cannot beat CPU
+        // threads alone (docs/nns.md measures it).
+        report.decision = format!(
+            "the adapter ({}) runs on this machine's CPU cores, so GPU work would only take them from the CPU threads: CPU threads searched everything (--schedule rates or gpu use it anyway)",
+            gpu.adapter.get_info().name
+        );
+        let started = Instant::now();
+        report.estimate = "none".into();
+        let neighbours = cpu::search_all(&grid, eps2, threads);
+        report.phases.search_s = started.elapsed().as_secs_f64();
+        report.cpu.points = points.len() as u64;
+        report.cpu.busy_s = report.phases.search_s * threads as f64;
+        report.cpu.rate = points.len() as f64 / report.phases.search_s.max(1e-9);
+        report.cpu_points = points.len() as u64;
+        report.cpu_thread_s = report.cpu.busy_s;
+        return Ok(finish(neighbours, report, total_start));
     }
-    for b in &blocks {
-        boundary_cells(&grid, b, &mut cpu_cells);
-    }
-    let queue = CellQueue::new(cpu_cells);
-    let (gpu_lists, cpu_lists) = std::thread::scope(|scope| -> Result<_, NnsError> {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let (grid, queue) = (&grid, &queue);
-                scope.spawn(move || {
-                    let t = Instant::now();
-                    let mut out = Vec::new();
-                    while let Some(cells) = queue.next() {
-                        out.push(cpu::search_cells(grid, cells, eps2));
-                    }
-                    (out, t.elapsed().as_secs_f64())
-                })
-            })
-            .collect();
-        let mut gpu_out = Vec::new();
-        let mut extra_cpu = Vec::new();
-        if let (Some(gpu), Some(work), Some(model)) = (&gpu, &work, &model) {
-            let searcher = GpuSearcher::new(gpu.clone())?;
-            let gpu_start = Instant::now();
-            let mut pending: Vec<Block> = blocks.iter().rev().copied().collect();
-            let prepare = |b: Block| {
-                let capacity = model.capacity(b.inner_points, b.expected);
-                (b, capacity, searcher.prepare(&grid, &b, eps2, capacity))
-            };
-            // Double buffering: while the GPU counts one block, the next is
-            // gathered and uploaded.
-            let mut next = pending.pop().map(prepare);
-            while let Some((b, capacity, current)) = next.take() {
-                searcher.submit_count(&current);
-                next = pending.pop().map(prepare);
-                match searcher.finish(current)? {
-                    BlockOutcome::Done(lists, cost) => {
-                        report.bytes_up += cost.bytes_up;
-                        report.bytes_down += cost.bytes_down;
-                        report.block_list.push(BlockReport {
-                            block: b,
-                            real_neighbours: lists.indices.len() as u64,
-                            cost,
-                        });
-                        gpu_out.push(lists);
-                    }
-                    BlockOutcome::Overflow { needed } => {
-                        report.splits += 1;
-                        tracing::debug!(
-                            "block {:?}..{:?} needs {needed} neighbour slots, has {capacity}: split",
-                            b.lo,
-                            b.hi
-                        );
-                        match tree::split(&b, work, grid.dims, model) {
-                            Some((a, c)) => {
-                                // The new faces between the halves are CPU work.
-                                let mut cells = Vec::new();
-                                for half in [&a, &c] {
-                                    boundary_cells(&grid, half, &mut cells);
-                                }
-                                let mut old = Vec::new();
-                                boundary_cells(&grid, &b, &mut old);
-                                let old: std::collections::HashSet<usize> =
-                                    old.into_iter().collect();
-                                cells.retain(|c| !old.contains(c));
-                                extra_cpu.push(cells);
-                                pending.push(c);
-                                pending.push(a);
-                            }
-                            None => {
-                                // One cell that overflows: its points on the CPU.
-                                let (lo, hi) = b.inner(grid.dims);
-                                let mut cells = Vec::new();
-                                for z in lo[2]..hi[2] {
-                                    for y in lo[1]..hi[1] {
-                                        for x in lo[0]..hi[0] {
-                                            cells.push(grid.index([x, y, z]));
-                                        }
-                                    }
-                                }
-                                extra_cpu.push(cells);
-                            }
-                        }
-                        if next.is_none() {
-                            next = pending.pop().map(prepare);
-                        }
-                    }
-                }
-            }
-            report.gpu_s = gpu_start.elapsed().as_secs_f64();
-        }
-        let mut cpu_out = Vec::new();
-        for w in workers {
-            let (lists, seconds) = w.join().map_err(|_| NnsError::ThreadPanicked)?;
-            cpu_out.extend(lists);
-            report.cpu_thread_s += seconds;
-        }
-        for cells in extra_cpu {
-            let t = Instant::now();
-            cpu_out.push(cpu::search_cells(&grid, &cells, eps2));
-            report.cpu_thread_s += t.elapsed().as_secs_f64();
-        }
-        Ok((gpu_out, cpu_out))
-    })?;
-    report.phases.search_s = started.elapsed().as_secs_f64();
-    report.blocks = report.block_list.len();
-    report.gpu_points = gpu_lists.iter().map(|l| l.ids.len() as u64).sum();
-    report.cpu_points = cpu_lists.iter().map(|l| l.ids.len() as u64).sum();
+    let searcher = GpuSearcher::new(gpu.clone())?;
+    let by_rates = options.schedule != Schedule::Gpu;
 
     let started = Instant::now();
-    let neighbours = assemble(points.len(), gpu_lists.into_iter().chain(cpu_lists))?;
+    let model::CellEstimate {
+        expected,
+        fit,
+        measured_rmse,
+    } = model::estimate(&grid, table, options.radius, options.estimate, threads);
+    report.estimate = match options.estimate {
+        EstimateMode::Table => "table",
+        EstimateMode::Fitted => "fitted",
+    }
+    .into();
+    report.fit = fit;
+    report.measured_rmse = measured_rmse;
+    let total_expected: f64 = grid
+        .counts()
+        .iter()
+        .zip(&expected)
+        .map(|(&n, e)| f64::from(n) * e)
+        .sum();
+    let mean = total_expected / points.len().max(1) as f64;
+    report.expected_mean = Some(mean);
+    let work = Workload::new(&grid, &expected);
+    report.aux_neighbours = options.aux_neighbours.unwrap_or(match measured_rmse {
+        Some(rmse) => (4.8 * rmse).max(1.0),
+        None => 4.8 * (1.0 + 0.1 * mean),
+    });
+    let model = Footprint {
+        aux_neighbours: report.aux_neighbours,
+        max_binding: gpu.device.limits().max_storage_buffer_binding_size,
+    };
+    // Two blocks are resident at once (double buffering): each gets half.
+    let mut blocks = match options.block {
+        BlockMode::Auto => tree::plan_auto(&work, grid.dims, &model, options.device_budget / 2)?,
+        BlockMode::Fixed(side) => {
+            tree::plan_fixed(&work, grid.dims, &model, options.device_budget / 2, side)?
+        }
+    };
+    if by_rates && options.block == BlockMode::Auto {
+        // Enough blocks for the queue to balance the two.
+        let most = (points.len() as u64 / 16).max(1);
+        blocks = schedule::refine(blocks, &work, grid.dims, &model, most);
+    }
+    report.phases.plan_s = started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    let outcome = schedule::run(
+        &grid, blocks, &work, &model, &searcher, eps2, threads, by_rates,
+    )?;
+    report.phases.search_s = started.elapsed().as_secs_f64();
+    report.splits = outcome.splits;
+    for (block, real_neighbours, cost) in &outcome.gpu_blocks {
+        report.bytes_up += cost.bytes_up;
+        report.bytes_down += cost.bytes_down;
+        report.block_list.push(BlockReport {
+            block: *block,
+            real_neighbours: *real_neighbours,
+            cost: *cost,
+        });
+    }
+    report.blocks = report.block_list.len();
+    report.gpu = outcome.gpu;
+    report.cpu = outcome.cpu;
+    report.gpu_points = outcome.gpu.points;
+    report.cpu_points = outcome.cpu.points;
+    report.gpu_s = outcome.gpu.busy_s;
+    report.cpu_thread_s = outcome.cpu.busy_s;
+
+    let started = Instant::now();
+    let neighbours = assemble(points.len(), outcome.lists.into_iter())?;
     report.phases.assemble_s = started.elapsed().as_secs_f64();
+    Ok(finish(neighbours, report, total_start))
+}
+
+/// The report's totals, and the lists.
+fn finish(
+    neighbours: Neighbours,
+    mut report: NnsReport,
+    total_start: Instant,
+) -> (Neighbours, NnsReport) {
     report.neighbours = neighbours.indices.len() as u64;
     report.total_s = total_start.elapsed().as_secs_f64();
-    report.queries_per_s = points.len() as f64 / report.total_s.max(1e-12);
-    Ok((neighbours, report))
+    report.queries_per_s = report.points as f64 / report.total_s.max(1e-12);
+    report.peak_memory_bytes = peak_memory_bytes();
+    (neighbours, report)
+}
+
+/// The process's peak resident memory so far, bytes (Linux: `VmHWM`;
+/// `None` elsewhere).
+pub fn peak_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The cells of `b`'s outer layer (those not inner), non-empty only.
-fn boundary_cells(grid: &CellGrid, b: &Block, out: &mut Vec<usize>) {
+pub(crate) fn boundary_cells(grid: &CellGrid, b: &Block, out: &mut Vec<usize>) {
     let (ilo, ihi) = b.inner(grid.dims);
     for z in b.lo[2]..b.hi[2] {
         for y in b.lo[1]..b.hi[1] {
@@ -515,28 +483,6 @@ fn boundary_cells(grid: &CellGrid, b: &Block, out: &mut Vec<usize>) {
                 }
             }
         }
-    }
-}
-
-/// Cells handed to CPU threads in chunks.
-struct CellQueue {
-    cells: Vec<usize>,
-    next: AtomicUsize,
-}
-
-impl CellQueue {
-    const CHUNK: usize = 512;
-
-    fn new(cells: Vec<usize>) -> Self {
-        Self {
-            cells,
-            next: AtomicUsize::new(0),
-        }
-    }
-
-    fn next(&self) -> Option<&[usize]> {
-        let at = self.next.fetch_add(Self::CHUNK, Ordering::Relaxed);
-        (at < self.cells.len()).then(|| &self.cells[at..(at + Self::CHUNK).min(self.cells.len())])
     }
 }
 

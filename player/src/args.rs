@@ -253,6 +253,15 @@ pub(crate) struct NnsArgs {
     /// Where the search runs: the GPU with CPU threads alongside, or CPU threads only.
     #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
     pub backend: BackendArg,
+    /// How blocks are shared with `--backend gpu`: `rates` hands them out
+    /// from one queue by measured rates (largest to the GPU while it would
+    /// finish before CPU threads finish the rest, smallest to CPU threads);
+    /// `gpu` gives every block's inner points to the GPU and its faces to
+    /// CPU threads (the paper's split); `auto` is `rates`, except on an
+    /// adapter that runs on this machine's own cores (llvmpipe, SwiftShader),
+    /// where CPU threads search everything.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Auto)]
+    pub schedule: ScheduleArg,
     /// Which GPU API to use with `--backend gpu`.
     #[arg(long, default_value_t = BackendChoice::Auto, value_parser = pellet_cli::gpu_backend_parser())]
     pub adapter: BackendChoice,
@@ -271,6 +280,27 @@ pub(crate) struct NnsArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `player nns --schedule`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ScheduleArg {
+    /// `rates`, or CPU threads alone on a software adapter.
+    Auto,
+    /// Share blocks by measured rates.
+    Rates,
+    /// Every block to the GPU, faces to CPU threads.
+    Gpu,
+}
+
+impl From<ScheduleArg> for pellet_player::nns::Schedule {
+    fn from(s: ScheduleArg) -> Self {
+        match s {
+            ScheduleArg::Auto => Self::Auto,
+            ScheduleArg::Rates => Self::Rates,
+            ScheduleArg::Gpu => Self::Gpu,
+        }
+    }
 }
 
 /// `player nns --estimate`.
@@ -331,6 +361,15 @@ pub struct RunArgs {
     /// Where the kernels run.
     #[arg(long, value_enum, default_value_t = BackendArg::Gpu)]
     pub backend: BackendArg,
+    /// How blocks are shared with `--backend gpu`: `rates` hands them out
+    /// from one queue by measured rates (largest to the GPU while it would
+    /// finish before CPU threads finish the rest, smallest to CPU threads);
+    /// `gpu` gives every block's inner points to the GPU and its faces to
+    /// CPU threads (the paper's split); `auto` is `rates`, except on an
+    /// adapter that runs on this machine's own cores (llvmpipe, SwiftShader),
+    /// where CPU threads search everything.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Auto)]
+    pub schedule: ScheduleArg,
     /// Which GPU API to use with `--backend gpu`.
     #[arg(long, default_value_t = BackendChoice::Auto, value_parser = pellet_cli::gpu_backend_parser())]
     pub adapter: BackendChoice,

@@ -197,6 +197,7 @@ pub fn nns(args: NnsArgs, out: &mut impl Write) -> anyhow::Result<()> {
         block: args.block,
         estimate: args.estimate.into(),
         aux_neighbours: None,
+        schedule: args.schedule.into(),
     };
     let spinner = pellet_cli::spinner(format!(
         "searching {} points for neighbours within {}",

@@ -162,9 +162,20 @@ pub fn nns_report(out: &mut impl Write, report: &NnsReport) -> io::Result<()> {
     if report.backend == "gpu" {
         writeln!(
             out,
-            "split        {} points on the GPU, {} on CPU threads",
-            report.gpu_points, report.cpu_points
+            "split        {} points on the GPU ({} blocks, {:.2} M/s, idle {:.3} s), {} on CPU threads ({} whole blocks, {:.2} M/s, idle {:.3} s over threads); schedule {}",
+            report.gpu.points,
+            report.gpu.blocks,
+            report.gpu.rate / 1e6,
+            report.gpu.idle_s,
+            report.cpu.points,
+            report.cpu.blocks,
+            report.cpu.rate / 1e6,
+            report.cpu.idle_s,
+            report.schedule
         )?;
+        if !report.decision.is_empty() {
+            writeln!(out, "decision     {}", report.decision)?;
+        }
     } else {
         writeln!(out, "split        every point on CPU threads")?;
     }
@@ -178,5 +189,12 @@ pub fn nns_report(out: &mut impl Write, report: &NnsReport) -> io::Result<()> {
         report.phases.search_s,
         report.phases.assemble_s
     )?;
+    if let Some(bytes) = report.peak_memory_bytes {
+        writeln!(
+            out,
+            "memory       {:.2} GiB peak resident",
+            bytes as f64 / f64::from(1u32 << 30)
+        )?;
+    }
     Ok(())
 }

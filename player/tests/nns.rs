@@ -16,7 +16,7 @@ use pellet_player::nns::generate::generate;
 use pellet_player::nns::grid::CellGrid;
 use pellet_player::nns::model::estimate;
 use pellet_player::nns::output::{read_neighbours, write_counts, write_neighbours};
-use pellet_player::nns::{BlockMode, EstimateMode, Neighbours, NnsOptions, search};
+use pellet_player::nns::{BlockMode, EstimateMode, Neighbours, NnsOptions, Schedule, search};
 
 fn table() -> OverlapTable {
     bake_table(&TableSettings {
@@ -54,6 +54,19 @@ fn check_all_paths(points: &[[f32; 3]], radius: f32, what: &str, splittable: boo
     assert_eq!(report.cpu_points, points.len() as u64);
     assert_exact(points, radius, cpu, &format!("{what}, CPU"));
 
+    // On lavapipe (the host's own cores) the default schedule gives
+    // everything to CPU threads, and says so.
+    let (auto, report) = search(points, &base, &table, Some(gpu.clone())).unwrap();
+    assert!(
+        report.gpu.points == 0 && report.decision.contains("CPU cores"),
+        "{what}: {report:?}"
+    );
+    assert_exact(points, radius, auto, &format!("{what}, auto schedule"));
+
+    let base = NnsOptions {
+        schedule: Schedule::Gpu,
+        ..base
+    };
     let (one_block, report) = search(points, &base, &table, Some(gpu.clone())).unwrap();
     // One block, unless it had to be split (a lattice at exactly eps has
     // more borderline pairs than room).
@@ -97,7 +110,7 @@ fn check_all_paths(points: &[[f32; 3]], radius: f32, what: &str, splittable: boo
         aux_neighbours: Some(-1e6),
         ..base
     };
-    let (split, report) = search(points, &starved, &table, Some(gpu)).unwrap();
+    let (split, report) = search(points, &starved, &table, Some(gpu.clone())).unwrap();
     assert!(report.splits > 0 || !splittable, "{what}: {report:?}");
     assert_exact(
         points,
@@ -105,6 +118,23 @@ fn check_all_paths(points: &[[f32; 3]], radius: f32, what: &str, splittable: boo
         split,
         &format!("{what}, overflowing blocks"),
     );
+
+    // Blocks shared by measured rates: both processors take blocks, also
+    // when starved allocations make the GPU's overflow and split.
+    for (options, name) in [(small, "small budget"), (starved, "starved")] {
+        let rates = NnsOptions {
+            schedule: Schedule::Rates,
+            ..options
+        };
+        let (shared, report) = search(points, &rates, &table, Some(gpu.clone())).unwrap();
+        assert_eq!(report.schedule, "rates");
+        assert_eq!(
+            report.gpu.points + report.cpu.points,
+            points.len() as u64,
+            "{what}, {name}: every point once"
+        );
+        assert_exact(points, radius, shared, &format!("{what}, rates, {name}"));
+    }
 }
 
 #[test]
@@ -220,6 +250,8 @@ fn the_command_line_writes_lists_counts_and_a_report() {
         "0.5",
         "--device-budget",
         "64KiB",
+        "--schedule",
+        "gpu",
         "--out",
         &path("n.bin"),
         "--counts",
@@ -256,6 +288,32 @@ fn the_command_line_writes_lists_counts_and_a_report() {
             .all(|b| b["estimated_bytes"].as_u64().unwrap() <= 64 << 10)
     );
     assert!(blocks[0]["real_bytes"].as_u64().is_some());
+    assert!(report["gpu"]["points"].as_u64().unwrap() > 0, "{report}");
+    assert!(
+        report["peak_memory_bytes"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+
+    // The default schedule measures both and says what it decided.
+    let out = player(&[
+        "nns",
+        "--generate",
+        "pile",
+        "--particles",
+        "5000",
+        "--radius",
+        "0.5",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("decision") && text.contains("schedule auto"),
+        "{text}"
+    );
 
     // --points CSV, on CPU threads, with JSON on stdout.
     std::fs::write(path("p.csv"), "x,y,z\n0,0,0\n0.5,0,0\n2,2,2\n").unwrap();
@@ -323,6 +381,8 @@ fn the_command_line_writes_lists_counts_and_a_report() {
             "0.5",
             "--device-budget",
             "1KiB",
+            "--schedule",
+            "gpu",
         ]),
         "half the device budget",
     );
