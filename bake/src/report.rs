@@ -118,16 +118,16 @@ pub fn table_summary(
 pub fn write_validation_markdown(out: &mut impl Write, rows: &[ValidationRow]) -> io::Result<()> {
     writeln!(
         out,
-        "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE | total correlation | total RMSE | correction | corrected RMSE | fitted correlation | fitted RMSE |"
+        "| distribution | particles | eps/l | occupied cells | max per cell | mean neighbours | correlation | RMSE | RMSE / mean | refined (sub-cells) | refined correlation | refined RMSE | total correlation | total RMSE | correction | corrected RMSE | fitted correlation | fitted RMSE | truth std | oracle correlation | oracle RMSE |"
     )?;
     writeln!(
         out,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )?;
     for r in rows {
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} | {:.4} | {:.2} | {:.4} | {:.3} | {:.4} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {:.2} | {:.4} | {:.3} | {:.2} % | {}³ | {:.4} | {:.3} | {:.4} | {:.2} | {:.4} | {:.3} | {:.4} | {:.3} | {:.3} | {:.4} | {:.3} |",
             r.distribution,
             r.particles,
             r.ratio,
@@ -145,7 +145,10 @@ pub fn write_validation_markdown(out: &mut impl Write, rows: &[ValidationRow]) -
             r.calibration,
             r.calibrated_rmse,
             r.fitted_correlation,
-            r.fitted_rmse
+            r.fitted_rmse,
+            r.truth_std,
+            r.oracle_correlation,
+            r.oracle_rmse
         )?;
     }
     Ok(())

@@ -61,6 +61,17 @@ pub struct ValidationRow {
     pub fitted_rmse: f64,
     /// The fit: feature names, weights, intercept.
     pub fit: Option<FittedEstimate>,
+    /// Spread (standard deviation) of the exact per-particle mean over the
+    /// held-out cells, neighbours: what a correlation measures against.
+    pub truth_std: f64,
+    /// Correlation over the held-out cells of an oracle no count-based
+    /// estimate can beat in kind: the fitted estimate combined (least
+    /// squares on the same sample) with the *exact* mean neighbours of the
+    /// occupied cells around each cell. It knows the medium around a cell
+    /// perfectly, and not where the cell's own particles sit.
+    pub oracle_correlation: f64,
+    /// RMSE of that oracle, neighbours.
+    pub oracle_rmse: f64,
     /// Largest particle count in one cell.
     pub max_cell_count: u32,
     /// Seconds for the exact count.
@@ -301,9 +312,40 @@ pub fn validate_points_with_progress(
             .collect();
         step("fitting");
         let fit = FittedEstimate::fit(&features, &sample).ok();
-        let (fitted_correlation, fitted_rmse) = match &fit {
-            Some(fit) => compare(&held_out, &fit.predict_all(&features), &exact),
+        let fitted = fit.as_ref().map(|f| f.predict_all(&features));
+        let (fitted_correlation, fitted_rmse) = match &fitted {
+            Some(p) => compare(&held_out, p, &exact),
             None => (f64::NAN, f64::NAN),
+        };
+        step("oracle");
+        let truth_mean =
+            held_out.iter().map(|&c| exact[c]).sum::<f64>() / held_out.len().max(1) as f64;
+        let truth_std = (held_out
+            .iter()
+            .map(|&c| (exact[c] - truth_mean).powi(2))
+            .sum::<f64>()
+            / held_out.len().max(1) as f64)
+            .sqrt();
+        let around = neighbour_truth(&grid.dims, &grid.counts, &exact);
+        // The fit's fourth column marks occupied cells (constant columns get
+        // no weight).
+        let occupied_mark: Vec<f64> = grid
+            .counts
+            .iter()
+            .map(|&n| f64::from(u8::from(n > 0)))
+            .collect();
+        let oracle = CellFeatures {
+            names: vec!["fitted", "exact around", "none", "occupied"],
+            columns: vec![
+                fitted.clone().unwrap_or_else(|| estimated.clone()),
+                around,
+                vec![0.0; grid.counts.len()],
+                occupied_mark,
+            ],
+        };
+        let (oracle_correlation, oracle_rmse) = match FittedEstimate::fit(&oracle, &sample) {
+            Ok(f) => compare(&held_out, &f.predict_all(&oracle), &exact),
+            Err(_) => (f64::NAN, f64::NAN),
         };
         rows.push(ValidationRow {
             distribution: name.to_string(),
@@ -324,11 +366,53 @@ pub fn validate_points_with_progress(
             fitted_correlation,
             fitted_rmse,
             fit,
+            truth_std,
+            oracle_correlation,
+            oracle_rmse,
             max_cell_count: grid.counts.iter().copied().max().unwrap_or(0),
             exact_seconds,
         });
     }
     Ok(rows)
+}
+
+/// Per occupied cell, the exact per-particle mean neighbours of the occupied
+/// cells of its 3x3x3 neighbourhood, itself left out, weighted by their
+/// counts (the cell's own value where it has no occupied neighbour).
+fn neighbour_truth(dims: &[usize; 3], counts: &[u32], exact: &[f64]) -> Vec<f64> {
+    let [nx, ny, nz] = dims.map(|d| d as i64);
+    let mut out = vec![0.0; counts.len()];
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                let q = (x + nx * (y + ny * z)) as usize;
+                if counts[q] == 0 {
+                    continue;
+                }
+                let (mut sum, mut weight) = (0.0, 0.0);
+                for i in 0..27 {
+                    let (dx, dy, dz) = (i % 3 - 1, (i / 3) % 3 - 1, i / 9 - 1);
+                    let (xx, yy, zz) = (x + dx, y + dy, z + dz);
+                    if (dx, dy, dz) == (0, 0, 0)
+                        || xx < 0
+                        || yy < 0
+                        || zz < 0
+                        || xx >= nx
+                        || yy >= ny
+                        || zz >= nz
+                    {
+                        continue;
+                    }
+                    let c = (xx + nx * (yy + ny * zz)) as usize;
+                    let w = f64::from(counts[c]);
+                    sum += w * exact[c];
+                    weight += w;
+                }
+                out[q] = if weight > 0.0 { sum / weight } else { exact[q] };
+            }
+        }
+    }
+    out
 }
 
 /// Pearson correlation and RMSE of `estimated` against `exact` over `cells`.

@@ -354,6 +354,11 @@ fn bake_table_then_inspect_at_a_ratio_and_as_json() {
     // 10 per cell and eps = 0.1 m: about 40 neighbours, less at the faces.
     let mean = row["mean_neighbours"].as_f64().expect("mean");
     assert!((20.0..42.0).contains(&mean), "{row}");
+    // The truth has a spread; the oracle (the fit plus the exact counts
+    // around each cell) is reported (null where the sample is too small to
+    // fit, as here: 5000 points give too few sample cells).
+    assert!(row["truth_std"].as_f64().expect("std") > 0.0, "{row}");
+    assert!(row.get("oracle_correlation").is_some(), "{row}");
     // --points needs --cell-length; a bad point file is one line.
     let o = bake(&[
         "validate-table".as_ref(),

@@ -185,10 +185,10 @@ pub trait Lanes {
         eps2: f64,
         edges: &mut Sink,
     ) {
-        edges.reserve(to.saturating_sub(from));
-        let mut at = from;
+        edges.reserve(to.saturating_sub(from) + LANES);
+        let mut at = from - from % LANES;
         while at < to {
-            let mut m = Self::mask(c, at, p, eps2) & keep(to - at);
+            let mut m = Self::mask(c, at, p, eps2) & keep(to - at) & !keep(from.saturating_sub(at));
             while m != 0 {
                 edges.push(locals[at + m.trailing_zeros() as usize]);
                 m &= m - 1;
@@ -486,8 +486,11 @@ pub struct HalfShell {
     /// Point `i`'s neighbours later in the box (each pair found once, for
     /// both lists) are `edges[edge_at[i]..edge_at[i + 1]]`.
     pub edge_at: Vec<u32>,
-    /// Those partners' local indices, point after point.
+    /// Those partners' local indices, point after point: first those in
+    /// the point's own layer, up to `edge_mid[i]`, then those in the next.
     pub edges: Vec<u32>,
+    /// Where each point's partners in the next layer begin.
+    pub edge_mid: Vec<u32>,
 }
 
 /// The half-shell pass over the points of box layers `z0..z1`: each point
@@ -521,6 +524,7 @@ pub fn half_shell<L: Lanes>(
         own: Vec::new(),
         edge_at: Vec::with_capacity(end - first + 1),
         edges: Vec::new(),
+        edge_mid: Vec::with_capacity(end - first),
     };
     out.own_at.push(0);
     out.edge_at.push(0);
@@ -542,7 +546,12 @@ pub fn half_shell<L: Lanes>(
                 outside.clear();
                 let xa = x.saturating_sub(1);
                 let xb = (x + 1).min(nx - 1);
+                // This layer's candidates, then the next layer's.
+                let mut n_same = 0;
                 for dz in 0i32..=1 {
+                    if dz == 1 {
+                        n_same = pairs.len();
+                    }
                     for dy in -1i32..=1 {
                         let (yy, zz) = (y as i32 + dy, z as i32 + dz);
                         if yy < 0 || yy >= ny as i32 || zz >= nz as i32 || (dz, dy) < (0, 0) {
@@ -601,7 +610,9 @@ pub fn half_shell<L: Lanes>(
                 for (k, s) in (c_from..c_to).enumerate() {
                     let p = query(grid, s);
                     // The candidates after s: its cell's later points and on.
-                    L::scan_locals(pair_points, locals, k + 1, n_pairs, p, eps2, &mut edges);
+                    L::scan_locals(pair_points, locals, k + 1, n_same, p, eps2, &mut edges);
+                    out.edge_mid.push(entry_index(edges.len()));
+                    L::scan_locals(pair_points, locals, n_same, n_pairs, p, eps2, &mut edges);
                     if n_outside > 0 {
                         L::scan(outside_points, 0, n_outside, p, eps2, &mut own);
                     }
@@ -631,6 +642,23 @@ impl HalfShell {
     #[inline(always)]
     pub fn edges_of(&self, i: usize) -> &[u32] {
         &self.edges[self.edge_at[i] as usize..self.edge_at[i + 1] as usize]
+    }
+
+    /// Point `i`'s partners in its own layer.
+    #[inline(always)]
+    pub fn same_layer_edges(&self, i: usize) -> &[u32] {
+        &self.edges[self.edge_at[i] as usize..self.edge_mid[i] as usize]
+    }
+
+    /// Point `i`'s partners in the next layer.
+    #[inline(always)]
+    pub fn next_layer_edges(&self, i: usize) -> &[u32] {
+        &self.edges[self.edge_mid[i] as usize..self.edge_at[i + 1] as usize]
+    }
+
+    /// Index (in the part) of the first point of the part's last layer.
+    fn last_layer(&self, bx: &BoxIndex) -> usize {
+        bx.layer_base(self.layers.1 - 1) - self.first
     }
 
     /// Point `i`'s neighbours outside the box.
@@ -689,16 +717,27 @@ pub fn list_lengths(bx: &BoxIndex, parts: &[HalfShell]) -> Vec<u32> {
                 for (i, c) in mine.iter_mut().enumerate() {
                     *c = part.found(i) as u32;
                 }
-                let (first, end) = (part.first, part.end());
-                let mut add = |t: usize, _: usize| {
-                    if t >= first && t < end {
-                        mine[t - first] += 1;
+                let first = part.first;
+                // Partners in the same layer are in this part, and so are
+                // those in the next layer, but from the part's last layer;
+                // the last layer of the part before reaches this part's first.
+                for i in 0..part.len() {
+                    for &t in part.same_layer_edges(i) {
+                        mine[t as usize - first] += 1;
                     }
-                };
-                if let Some(b) = before {
-                    each_edge(bx, b, true, &mut add);
                 }
-                each_edge(bx, part, false, &mut add);
+                for i in 0..part.last_layer(bx) {
+                    for &t in part.next_layer_edges(i) {
+                        mine[t as usize - first] += 1;
+                    }
+                }
+                if let Some(b) = before {
+                    for i in b.last_layer(bx)..b.len() {
+                        for &t in b.next_layer_edges(i) {
+                            mine[t as usize - first] += 1;
+                        }
+                    }
+                }
             });
         }
     });
@@ -789,25 +828,49 @@ pub fn box_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> super::cpu:
 pub fn input_order_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> super::Neighbours {
     let n = bx.len();
     let counts = list_lengths(bx, parts);
-    let mut by_input = huge_zeroed::<u32>(n);
-    for (l, &c) in counts.iter().enumerate() {
-        by_input[ids[l] as usize] = c;
-    }
+    let threads = parts.len().max(1);
+    let chunk = n.div_ceil(threads).max(1);
+    // Counts in input order: scattered by every thread at once (each index
+    // is written once; relaxed atomic stores are plain stores on x86).
+    let by_input: Vec<std::sync::atomic::AtomicU32> = {
+        let mut v = Vec::with_capacity(n);
+        advise_huge_pages(v.spare_capacity_mut());
+        v.resize_with(n, || std::sync::atomic::AtomicU32::new(0));
+        v
+    };
+    std::thread::scope(|scope| {
+        for (mine, ids) in counts.chunks(chunk).zip(ids.chunks(chunk)) {
+            let by_input = &by_input;
+            scope.spawn(move || {
+                for (&c, &id) in mine.iter().zip(ids) {
+                    by_input[id as usize].store(c, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
     let mut offsets = Vec::with_capacity(n + 1);
     advise_huge_pages(offsets.spare_capacity_mut());
     let mut at = 0u64;
     offsets.push(0);
-    for &c in &by_input {
-        at += u64::from(c);
+    for c in &by_input {
+        at += u64::from(c.load(std::sync::atomic::Ordering::Relaxed));
         offsets.push(at);
     }
     drop(by_input);
     // Each point's slot, in box order: random reads, but independent ones
-    // in a tight loop (the fill below then reads them in order).
-    let mut slots = huge_vec(0, 0u64);
-    slots.reserve_exact(n);
-    advise_huge_pages(slots.spare_capacity_mut());
-    slots.extend(ids.iter().map(|&id| offsets[id as usize]));
+    // in tight loops on every thread (the fill below then reads them in
+    // order).
+    let mut slots = huge_vec(n, 0u64);
+    std::thread::scope(|scope| {
+        for (mine, ids) in slots.chunks_mut(chunk).zip(ids.chunks(chunk)) {
+            let offsets = &offsets;
+            scope.spawn(move || {
+                for (s, &id) in mine.iter_mut().zip(ids) {
+                    *s = offsets[id as usize];
+                }
+            });
+        }
+    });
     let mut indices = huge_zeroed::<u32>(at as usize);
     {
         let out = super::simd::DisjointLists::new(&mut indices);
@@ -889,9 +952,8 @@ impl LayerBack {
         } else {
             before.map(|b| (b, bx.layer_base(b.layers.1 - 1)))
         };
-        // The pairs (t, l) with t in lo..hi: each point's partners are in
-        // increasing box order, those of the layer before lie in its own
-        // layer or this one, and those of this layer in it or the next.
+        // The pairs (t, l) with t in lo..hi: the next-layer partners of
+        // the layer before, and the same-layer partners of this layer.
         fn each(
             prev: Option<(&HalfShell, usize)>,
             part: &HalfShell,
@@ -901,19 +963,13 @@ impl LayerBack {
         ) {
             if let Some((src, from)) = prev {
                 for l in from..src.end().min(lo) {
-                    let i = l - src.first;
-                    let e = src.edges_of(i);
-                    let k = e.partition_point(|&t| (t as usize) < lo);
-                    for &t in &e[k..] {
+                    for &t in src.next_layer_edges(l - src.first) {
                         f(t as usize, l);
                     }
                 }
             }
             for l in lo..hi {
-                let i = l - part.first;
-                let e = part.edges_of(i);
-                let k = e.partition_point(|&t| (t as usize) < hi);
-                for &t in &e[..k] {
+                for &t in part.same_layer_edges(l - part.first) {
                     f(t as usize, l);
                 }
             }

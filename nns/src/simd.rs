@@ -336,10 +336,12 @@ impl Lanes for Avx512 {
         eps2: f64,
         edges: &mut Sink,
     ) {
-        edges.reserve(to.saturating_sub(from));
-        let mut at = from;
+        edges.reserve(to.saturating_sub(from) + LANES);
+        // From the step that holds `from`, lanes before it masked off: the
+        // points of a cell then run the same steps (a predictable loop).
+        let mut at = from - from % LANES;
         while at < to {
-            let m = Self::mask(c, at, p, eps2) & keep(to - at);
+            let m = Self::mask(c, at, p, eps2) & keep(to - at) & !keep(from.saturating_sub(at));
             compress_into(&locals[at..at + LANES], m, edges);
             at += LANES;
         }
