@@ -294,10 +294,11 @@ impl Candidates {
         self.locals.resize(size, 0);
     }
 
-    /// Appends sorted points `from..to` of `grid`, the first with box index
-    /// `local`.
+    /// Appends sorted points `from..to` of `grid` with what the scan of
+    /// these candidates writes: their input indices (`local` is `None`), or
+    /// their box indices, the first being `local`.
     #[inline(always)]
-    fn push_run(&mut self, grid: &CellGrid, from: usize, to: usize, local: usize) {
+    fn push_run(&mut self, grid: &CellGrid, from: usize, to: usize, local: Option<usize>) {
         let n = to - from;
         if self.ids.len() < self.len + n + 2 * LANES {
             self.grow(self.len + n + 2 * LANES);
@@ -308,10 +309,14 @@ impl Candidates {
             self.xs[d..d + LANES].copy_from_slice(&grid.xs[s..s + LANES]);
             self.ys[d..d + LANES].copy_from_slice(&grid.ys[s..s + LANES]);
             self.zs[d..d + LANES].copy_from_slice(&grid.zs[s..s + LANES]);
-            self.ids[d..d + LANES].copy_from_slice(&grid.ids[s..s + LANES]);
-            let l = (local + k) as u32;
-            for (j, v) in self.locals[d..d + LANES].iter_mut().enumerate() {
-                *v = l + j as u32;
+            match local {
+                None => self.ids[d..d + LANES].copy_from_slice(&grid.ids[s..s + LANES]),
+                Some(local) => {
+                    let l = (local + k) as u32;
+                    for (j, v) in self.locals[d..d + LANES].iter_mut().enumerate() {
+                        *v = l + j as u32;
+                    }
+                }
             }
             k += LANES;
         }
@@ -369,7 +374,7 @@ pub fn full_cells<L: Lanes>(
                 if (yy, zz) == (y, z) {
                     own_at = cands.len() + c_from - from;
                 }
-                cands.push_run(grid, from, to, 0);
+                cands.push_run(grid, from, to, None);
             }
         }
         let n = cands.len();
@@ -568,7 +573,7 @@ pub fn half_shell<L: Lanes>(
                         let to = grid.starts[grid.index([ib, yy, zz]) + 1] as usize;
                         let r = bx.row(yy, zz);
                         let local = bx.row_base[r] as usize + from - bx.row_start[r] as usize;
-                        pairs.push_run(grid, from, to, local);
+                        pairs.push_run(grid, from, to, Some(local));
                     }
                 }
                 // Points outside the box, in all 26 directions.
@@ -591,16 +596,16 @@ pub fn half_shell<L: Lanes>(
                         };
                         if !bx.contains_row(yy, zz) {
                             let (from, to) = span(xa, xb);
-                            outside.push_run(grid, from, to, 0);
+                            outside.push_run(grid, from, to, None);
                             continue;
                         }
                         if xa < lo[0] {
                             let (from, to) = span(xa, xa);
-                            outside.push_run(grid, from, to, 0);
+                            outside.push_run(grid, from, to, None);
                         }
                         if xb >= hi[0] {
                             let (from, to) = span(xb, xb);
-                            outside.push_run(grid, from, to, 0);
+                            outside.push_run(grid, from, to, None);
                         }
                     }
                 }

@@ -92,14 +92,21 @@ impl<'a> DisjointLists<'a> {
         // SAFETY: `from..from + len` lies in the array (checked above) and
         // is the slot of one list, written by one thread once (the type's
         // audit); `ids[t]` is checked before each write.
+        // Element by element: lists are a few entries long, shorter than a
+        // call to `memcpy` costs.
         unsafe {
             let p = self.base.add(from);
-            std::ptr::copy_nonoverlapping(back.as_ptr(), p, back.len());
+            for (k, &v) in back.iter().enumerate() {
+                p.add(k).write(v);
+            }
             let q = p.add(back.len());
             for (k, &t) in fwd.iter().enumerate() {
                 q.add(k).write(ids[t as usize]);
             }
-            std::ptr::copy_nonoverlapping(own.as_ptr(), q.add(fwd.len()), own.len());
+            let r = q.add(fwd.len());
+            for (k, &v) in own.iter().enumerate() {
+                r.add(k).write(v);
+            }
         }
         len
     }
