@@ -132,69 +132,43 @@ pub trait Lanes {
     /// Bit `l` set when candidate `at + l` is a neighbour of `p`.
     fn mask(c: Points<'_>, at: usize, p: [f64; 3], eps2: f64) -> u32;
 
-    /// Appends to `own` the input indices of the neighbours of `p` among
-    /// candidates `from..to`, in increasing order.
+    /// Appends to `out` the entries of `values` (one step of [`LANES`])
+    /// whose bit is set in `m`, in order.
     #[inline(always)]
-    fn scan(c: Points<'_>, from: usize, to: usize, p: [f64; 3], eps2: f64, own: &mut Sink) {
-        own.reserve(to.saturating_sub(from));
-        let mut at = from;
-        while at < to {
-            let mut m = Self::mask(c, at, p, eps2) & keep(to - at);
-            while m != 0 {
-                own.push(c.ids[at + m.trailing_zeros() as usize]);
-                m &= m - 1;
-            }
-            at += LANES;
+    fn append(values: &[u32], mut m: u32, out: &mut Sink) {
+        while m != 0 {
+            out.push(values[m.trailing_zeros() as usize]);
+            m &= m - 1;
         }
     }
+}
 
-    /// As [`Lanes::scan`], leaving out candidate `skip` (the query itself).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn scan_skip(
-        c: Points<'_>,
-        from: usize,
-        to: usize,
-        skip: usize,
-        p: [f64; 3],
-        eps2: f64,
-        own: &mut Sink,
-    ) {
-        own.reserve(to.saturating_sub(from));
-        let mut at = from;
-        while at < to {
-            let mut m = Self::mask(c, at, p, eps2) & keep(to - at) & !unit(skip.wrapping_sub(at));
-            while m != 0 {
-                own.push(c.ids[at + m.trailing_zeros() as usize]);
-                m &= m - 1;
-            }
-            at += LANES;
-        }
-    }
-
-    /// Appends to `edges` the entry of `locals` (the box index) of each
-    /// neighbour of `p` among candidates `from..to`, in increasing order.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn scan_locals(
-        c: Points<'_>,
-        locals: &[u32],
-        from: usize,
-        to: usize,
-        p: [f64; 3],
-        eps2: f64,
-        edges: &mut Sink,
-    ) {
-        edges.reserve(to.saturating_sub(from) + LANES);
-        let mut at = from - from % LANES;
-        while at < to {
-            let mut m = Self::mask(c, at, p, eps2) & keep(to - at) & !keep(from.saturating_sub(at));
-            while m != 0 {
-                edges.push(locals[at + m.trailing_zeros() as usize]);
-                m &= m - 1;
-            }
-            at += LANES;
-        }
+/// Appends to `out`, in increasing order, `values[t]` of each neighbour `t`
+/// of `p` among candidates `from..to` other than `skip` (`usize::MAX`:
+/// none). The steps start at the one holding `from`, with the lanes before
+/// it masked off, so the points of a cell run the same steps (a predictable
+/// loop).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn scan<L: Lanes>(
+    c: Points<'_>,
+    values: &[u32],
+    from: usize,
+    to: usize,
+    skip: usize,
+    p: [f64; 3],
+    eps2: f64,
+    out: &mut Sink,
+) {
+    out.reserve(to.saturating_sub(from) + LANES);
+    let mut at = from - from % LANES;
+    while at < to {
+        let m = L::mask(c, at, p, eps2)
+            & keep(to - at)
+            & !keep(from.saturating_sub(at))
+            & !unit(skip.wrapping_sub(at));
+        L::append(&values[at..at + LANES], m, out);
+        at += LANES;
     }
 }
 
@@ -250,12 +224,7 @@ pub fn full_shell<L: Lanes>(grid: &CellGrid, s: usize, cell: [u32; 3], eps2: f64
             // One contiguous run of sorted points per row of cells.
             let from = grid.starts[grid.index([lo[0], y, z])] as usize;
             let to = grid.starts[grid.index([hi[0], y, z]) + 1] as usize;
-            if (from..to).contains(&s) {
-                L::scan(points, from, s, p, eps2, out);
-                L::scan(points, s + 1, to, p, eps2, out);
-            } else {
-                L::scan(points, from, to, p, eps2, out);
-            }
+            scan::<L>(points, grid.ids.as_slice(), from, to, s, p, eps2, out);
         }
     }
 }
@@ -382,7 +351,7 @@ pub fn full_cells<L: Lanes>(
         for (k, s) in (c_from..c_to).enumerate() {
             let p = query(grid, s);
             let before = out.len();
-            L::scan_skip(points, 0, n, own_at + k, p, eps2, &mut out);
+            scan::<L>(points, points.ids, 0, n, own_at + k, p, eps2, &mut out);
             lists.ids.push(grid.ids[s]);
             lists.counts.push((out.len() - before) as u32);
         }
@@ -615,11 +584,38 @@ pub fn half_shell<L: Lanes>(
                 for (k, s) in (c_from..c_to).enumerate() {
                     let p = query(grid, s);
                     // The candidates after s: its cell's later points and on.
-                    L::scan_locals(pair_points, locals, k + 1, n_same, p, eps2, &mut edges);
+                    scan::<L>(
+                        pair_points,
+                        locals,
+                        k + 1,
+                        n_same,
+                        usize::MAX,
+                        p,
+                        eps2,
+                        &mut edges,
+                    );
                     out.edge_mid.push(entry_index(edges.len()));
-                    L::scan_locals(pair_points, locals, n_same, n_pairs, p, eps2, &mut edges);
+                    scan::<L>(
+                        pair_points,
+                        locals,
+                        n_same,
+                        n_pairs,
+                        usize::MAX,
+                        p,
+                        eps2,
+                        &mut edges,
+                    );
                     if n_outside > 0 {
-                        L::scan(outside_points, 0, n_outside, p, eps2, &mut own);
+                        scan::<L>(
+                            outside_points,
+                            outside_points.ids,
+                            0,
+                            n_outside,
+                            usize::MAX,
+                            p,
+                            eps2,
+                            &mut own,
+                        );
                     }
                     out.own_at.push(entry_index(own.len()));
                     out.edge_at.push(entry_index(edges.len()));

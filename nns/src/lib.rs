@@ -338,15 +338,7 @@ pub fn search(
     let Some(gpu) = gpu else {
         // CPU threads only: the whole grid as one box, half-shell, written
         // straight into input order.
-        let started = Instant::now();
-        report.estimate = "none".into();
-        let neighbours = cpu::search_all(&grid, eps2, threads);
-        report.phases.search_s = started.elapsed().as_secs_f64();
-        report.cpu.points = points.len() as u64;
-        report.cpu.busy_s = report.phases.search_s * threads as f64;
-        report.cpu.rate = points.len() as f64 / report.phases.search_s.max(1e-9);
-        report.cpu_points = points.len() as u64;
-        report.cpu_thread_s = report.cpu.busy_s;
+        let neighbours = cpu_alone(&grid, eps2, threads, &mut report);
         return Ok(finish(neighbours, report, total_start));
     };
     if options.schedule == Schedule::Auto && schedule::shares_host_cores(&gpu) {
@@ -356,15 +348,7 @@ pub fn search(
             "the adapter ({}) runs on this machine's CPU cores, so GPU work would only take them from the CPU threads: CPU threads searched everything (--schedule rates or gpu use it anyway)",
             gpu.adapter.get_info().name
         );
-        let started = Instant::now();
-        report.estimate = "none".into();
-        let neighbours = cpu::search_all(&grid, eps2, threads);
-        report.phases.search_s = started.elapsed().as_secs_f64();
-        report.cpu.points = points.len() as u64;
-        report.cpu.busy_s = report.phases.search_s * threads as f64;
-        report.cpu.rate = points.len() as f64 / report.phases.search_s.max(1e-9);
-        report.cpu_points = points.len() as u64;
-        report.cpu_thread_s = report.cpu.busy_s;
+        let neighbours = cpu_alone(&grid, eps2, threads, &mut report);
         return Ok(finish(neighbours, report, total_start));
     }
     let searcher = GpuSearcher::new(gpu.clone())?;
@@ -441,6 +425,21 @@ pub fn search(
     let neighbours = assemble(points.len(), outcome.lists.into_iter())?;
     report.phases.assemble_s = started.elapsed().as_secs_f64();
     Ok(finish(neighbours, report, total_start))
+}
+
+/// CPU threads search the whole grid at once (half-shell, lists straight
+/// into input order); the report gets their share.
+fn cpu_alone(grid: &CellGrid, eps2: f64, threads: usize, report: &mut NnsReport) -> Neighbours {
+    let started = Instant::now();
+    report.estimate = "none".into();
+    let neighbours = cpu::search_all(grid, eps2, threads);
+    report.phases.search_s = started.elapsed().as_secs_f64();
+    report.cpu.points = grid.len() as u64;
+    report.cpu.busy_s = report.phases.search_s * threads as f64;
+    report.cpu.rate = grid.len() as f64 / report.phases.search_s.max(1e-9);
+    report.cpu_points = report.cpu.points;
+    report.cpu_thread_s = report.cpu.busy_s;
+    neighbours
 }
 
 /// The report's totals, and the lists.

@@ -20,7 +20,7 @@
 
 use super::cpu::Lists;
 use super::grid::CellGrid;
-use super::kernel::{self, BoxIndex, HalfShell, LANES, Lanes, Points, Portable, Sink, keep, unit};
+use super::kernel::{self, BoxIndex, HalfShell, LANES, Lanes, Points, Portable, Sink};
 
 /// One output array that several threads fill with whole lists, each at
 /// its own place `from..to`.
@@ -303,55 +303,11 @@ impl Lanes for Avx512 {
         }
     }
 
+    /// Without a branch per neighbour: the entries are compressed by the
+    /// mask in a register and stored whole.
     #[inline(always)]
-    fn scan(c: Points<'_>, from: usize, to: usize, p: [f64; 3], eps2: f64, own: &mut Sink) {
-        own.reserve(to.saturating_sub(from));
-        let mut at = from;
-        while at < to {
-            let m = Self::mask(c, at, p, eps2) & keep(to - at);
-            compress_into(&c.ids[at..at + LANES], m, own);
-            at += LANES;
-        }
-    }
-
-    #[inline(always)]
-    fn scan_skip(
-        c: Points<'_>,
-        from: usize,
-        to: usize,
-        skip: usize,
-        p: [f64; 3],
-        eps2: f64,
-        own: &mut Sink,
-    ) {
-        own.reserve(to.saturating_sub(from));
-        let mut at = from;
-        while at < to {
-            let m = Self::mask(c, at, p, eps2) & keep(to - at) & !unit(skip.wrapping_sub(at));
-            compress_into(&c.ids[at..at + LANES], m, own);
-            at += LANES;
-        }
-    }
-
-    #[inline(always)]
-    fn scan_locals(
-        c: Points<'_>,
-        locals: &[u32],
-        from: usize,
-        to: usize,
-        p: [f64; 3],
-        eps2: f64,
-        edges: &mut Sink,
-    ) {
-        edges.reserve(to.saturating_sub(from) + LANES);
-        // From the step that holds `from`, lanes before it masked off: the
-        // points of a cell then run the same steps (a predictable loop).
-        let mut at = from - from % LANES;
-        while at < to {
-            let m = Self::mask(c, at, p, eps2) & keep(to - at) & !keep(from.saturating_sub(at));
-            compress_into(&locals[at..at + LANES], m, edges);
-            at += LANES;
-        }
+    fn append(values: &[u32], m: u32, out: &mut Sink) {
+        compress_into(values, m, out);
     }
 }
 
