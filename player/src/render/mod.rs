@@ -132,7 +132,10 @@ pub struct FrameRenderer {
     planes: wgpu::RenderPipeline,
     pipeline_layout: wgpu::PipelineLayout,
     format: wgpu::TextureFormat,
+    bind_layout: wgpu::BindGroupLayout,
     bind_group: wgpu::BindGroup,
+    /// The simulation's [`GpuSim::generation`] the bind group was made at.
+    generation: u64,
     plane_buffer: wgpu::Buffer,
     plane_vertices: u32,
     particles: u32,
@@ -142,6 +145,38 @@ pub struct FrameRenderer {
     msaa: wgpu::TextureView,
     depth: wgpu::TextureView,
     resolve: wgpu::Texture,
+}
+
+/// The renderer's bindings: the camera, and `sim`'s positions, velocities
+/// and particle info (their own buffers, or their ranges of an arena).
+fn particle_bindings(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    camera: &wgpu::Buffer,
+    sim: &GpuSim,
+) -> wgpu::BindGroup {
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("render/bindings"),
+        layout,
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: camera.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: sim.buffer(SimBuffer::Positions).binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: sim.buffer(SimBuffer::Velocities).binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 3,
+                resource: sim.buffer(SimBuffer::Info).binding(),
+            },
+        ],
+    })
 }
 
 /// The built-in renderer shader (`spheres.wgsl`).
@@ -295,28 +330,7 @@ impl FrameRenderer {
                 storage(3),
             ],
         });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("render/bindings"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: camera_buffer.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: sim.buffer(SimBuffer::Positions).as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: sim.buffer(SimBuffer::Velocities).as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: sim.buffer(SimBuffer::Info).as_entire_binding(),
-                },
-            ],
-        });
+        let bind_group = particle_bindings(device, &layout, &camera_buffer, sim);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("render/pipeline-layout"),
             bind_group_layouts: &[Some(&layout)],
@@ -377,6 +391,8 @@ impl FrameRenderer {
             pipeline_layout,
             format,
             bind_group,
+            generation: sim.generation(),
+            bind_layout: layout,
             plane_buffer,
             plane_vertices: vertices.len() as u32,
             particles: setup.particles.len() as u32,
@@ -417,6 +433,20 @@ impl FrameRenderer {
         self.spheres = spheres;
         self.planes = planes;
         Ok(())
+    }
+
+    /// Follows `sim`'s arrays when they have moved (the packed binding
+    /// layout repacks them when the pair list grows). Call before drawing.
+    pub fn follow(&mut self, sim: &GpuSim) {
+        if sim.generation() != self.generation {
+            self.bind_group = particle_bindings(
+                &self.gpu.device,
+                &self.bind_layout,
+                &self.camera_buffer,
+                sim,
+            );
+            self.generation = sim.generation();
+        }
     }
 
     /// Frame size in pixels.

@@ -515,7 +515,7 @@ pub fn run_headless(
         None => None,
     };
     let mut sim = start_within(&setup, options.backend, options.device_budget)?;
-    let renderer = match &options.frames {
+    let mut renderer = match &options.frames {
         Some(f) => {
             let Some(gs) = sim.gpu_sim() else {
                 return Err(PlayerError::Options(if sim.block_stats().is_some() {
@@ -535,8 +535,11 @@ pub fn run_headless(
         None => None,
     };
     let mut frames_written = 0u64;
-    let mut write_frame = || -> Result<(), PlayerError> {
-        if let Some((r, camera, f)) = &renderer {
+    let mut write_frame = |sim: &Simulation| -> Result<(), PlayerError> {
+        if let Some((r, camera, f)) = &mut renderer {
+            if let Some(gs) = sim.gpu_sim() {
+                r.follow(gs);
+            }
             let img = r.render(camera, f.colour, SPEED_SCALE)?;
             let path = f.out.join(format!("frame_{frames_written:05}.png"));
             img.save(&path)
@@ -556,7 +559,7 @@ pub fn run_headless(
     let mut saved = Vec::new();
     let started = std::time::Instant::now();
     let mut last = sim.stats()?;
-    write_frame()?;
+    write_frame(&sim)?;
     while sim.steps() < total {
         let done = sim.steps();
         let mut next = (done + MAX_BATCH).min(total);
@@ -572,7 +575,7 @@ pub fn run_headless(
         if let Some(k) = frame_every
             && step % k == 0
         {
-            write_frame()?;
+            write_frame(&sim)?;
         }
         if step % options.stats_every == 0 || step == total {
             last = sim.stats()?;

@@ -554,6 +554,9 @@ impl WindowState {
         let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("viewer/frame"),
         });
+        if let Some(gs) = self.playing.sim.gpu_sim() {
+            self.playing.renderer.follow(gs);
+        }
         self.playing
             .renderer
             .encode(&mut enc, Some(&view), &self.camera, self.colour, 2.0);

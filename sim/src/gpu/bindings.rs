@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 
 use pellet_gpu::wgpu;
 
+use pellet_gpu::wgpu::util::DeviceExt;
+
+use super::slots::{Packing, Slot};
 use crate::stages::CompiledStage;
 use crate::stages::common::Params;
+use crate::stages::packed::{Arena, B_ARENA_ATOMIC, B_ARENA_F4, B_ARENA_U1, B_ARENA_U4, B_LAYOUT};
 
 // Binding numbers of `common.wgsl`.
 pub(super) const B_PARAMS: u32 = 0;
@@ -147,35 +151,115 @@ pub(super) fn create_kernels(
     kernels
 }
 
-/// The bind group of kernel `name`: each binding it uses gets the buffer of
-/// that number from `overrides`, else from `buffers`.
-pub(super) fn make_group(
-    device: &wgpu::Device,
-    kernels: &BTreeMap<&'static str, Kernel>,
-    buffers: &BTreeMap<u32, wgpu::Buffer>,
-    name: &str,
-    overrides: &[(u32, &wgpu::Buffer)],
-) -> wgpu::BindGroup {
-    let kernel = &kernels[name];
-    let entries: Vec<wgpu::BindGroupEntry<'_>> = kernel
-        .bindings
-        .iter()
-        .map(|&b| {
-            let buffer = overrides
+/// A kernel's bind group and what it was made from: the packed layout
+/// rebuilds it whenever the arenas move.
+pub(super) struct Group {
+    kernel: &'static str,
+    overrides: Vec<(u32, Slot)>,
+    group: Option<wgpu::BindGroup>,
+}
+
+impl Group {
+    /// The bind group.
+    pub(super) fn get(&self) -> &wgpu::BindGroup {
+        self.group
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("bind group of `{}` before packing", self.kernel))
+    }
+
+    /// The slots this group binds in place of the simulation's own.
+    pub(super) fn overrides_mut(&mut self) -> &mut Vec<(u32, Slot)> {
+        &mut self.overrides
+    }
+
+    /// The slots this group binds in place of the simulation's own.
+    pub(super) fn overrides(&self) -> &[(u32, Slot)] {
+        &self.overrides
+    }
+}
+
+/// What every bind group is made from.
+pub(super) struct Binder<'a> {
+    pub(super) device: &'a wgpu::Device,
+    pub(super) kernels: &'a BTreeMap<&'static str, Kernel>,
+    pub(super) buffers: &'a BTreeMap<u32, Slot>,
+    pub(super) packing: &'a Packing,
+}
+
+impl Binder<'_> {
+    /// The bind group of kernel `name`: each binding it uses gets the slot
+    /// of that number from `overrides`, else the simulation's own. In the
+    /// packed layout the arenas are bound whole and a table gives each
+    /// array's range; until the slots are packed the group is pending.
+    pub(super) fn group(&self, name: &'static str, overrides: &[(u32, &Slot)]) -> Group {
+        let mut group = Group {
+            kernel: name,
+            overrides: overrides.iter().map(|(b, s)| (*b, (*s).clone())).collect(),
+            group: None,
+        };
+        self.rebuild(&mut group);
+        group
+    }
+
+    /// Remakes `group`'s bind group from its slots.
+    pub(super) fn rebuild(&self, group: &mut Group) {
+        let name = group.kernel;
+        let kernel = &self.kernels[name];
+        let slot_of = |b: u32| -> Option<&Slot> {
+            group
+                .overrides
                 .iter()
                 .find(|(ob, _)| *ob == b)
-                .map(|(_, buf)| *buf)
-                .or_else(|| buffers.get(&b))
-                .unwrap_or_else(|| panic!("binding {b} of kernel {name} has no buffer"));
-            wgpu::BindGroupEntry {
-                binding: b,
-                resource: buffer.as_entire_binding(),
-            }
-        })
-        .collect();
-    device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(name),
-        layout: &kernel.pipeline.get_bind_group_layout(0),
-        entries: &entries,
-    })
+                .map(|(_, s)| s)
+                .or_else(|| self.buffers.get(&b))
+        };
+        let packed = !self.packing.arena_of.is_empty();
+        let table = if packed {
+            let Some(table) = self.packing.table(slot_of) else {
+                group.group = None;
+                return;
+            };
+            Some(
+                self.device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("sim/packing"),
+                        contents: bytemuck::cast_slice(&table),
+                        usage: wgpu::BufferUsages::UNIFORM,
+                    }),
+            )
+        } else {
+            None
+        };
+        let arena = |a: Arena| -> wgpu::BindingResource<'_> {
+            self.packing
+                .arenas
+                .as_ref()
+                .map(|m| m[&a].as_entire_binding())
+                .unwrap_or_else(|| unreachable!("arenas exist once the table does"))
+        };
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = kernel
+            .bindings
+            .iter()
+            .map(|&b| {
+                let resource = match (b, &table) {
+                    (B_LAYOUT, Some(t)) => t.as_entire_binding(),
+                    (B_ARENA_F4, Some(_)) => arena(Arena::F4),
+                    (B_ARENA_U4, Some(_)) => arena(Arena::U4),
+                    (B_ARENA_U1 | B_ARENA_ATOMIC, Some(_)) => arena(Arena::U1),
+                    _ => slot_of(b)
+                        .unwrap_or_else(|| panic!("binding {b} of kernel {name} has no buffer"))
+                        .binding(),
+                };
+                wgpu::BindGroupEntry {
+                    binding: b,
+                    resource,
+                }
+            })
+            .collect();
+        group.group = Some(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(name),
+            layout: &kernel.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        }));
+    }
 }

@@ -9,7 +9,7 @@ use pellet_gpu::wgpu::util::DeviceExt;
 use pellet_gpu::{Gpu, wgpu};
 
 use super::bindings::*;
-use super::{GpuSim, WG};
+use super::{GpuSim, Group, Slot, WG};
 use crate::setup::{PairParams, SimSetup};
 use crate::stages::common::{BodyGpu, ModeGpu, Params, ScanLenGpu};
 use crate::{Counter, HostState, NUM_COUNTERS, SimError};
@@ -21,9 +21,9 @@ const UNIFORM: wgpu::BufferUsages = wgpu::BufferUsages::UNIFORM.union(wgpu::Buff
 
 pub(super) struct ScanLevel {
     pub(super) len: u32,
-    pub(super) block: wgpu::BindGroup,
+    pub(super) block: Group,
     /// Adds the level above's scanned sums back (absent on the top level).
-    pub(super) add: Option<wgpu::BindGroup>,
+    pub(super) add: Option<Group>,
 }
 
 /// Refuses a setup whose largest buffers this GPU cannot bind.
@@ -201,16 +201,14 @@ pub(super) fn create_mode_buffers(device: &wgpu::Device, dt: f32) -> [wgpu::Buff
 /// Prefix-sum levels over binding `input` (`len` entries) into binding
 /// `output`, and the buffers they alone hold.
 pub(super) fn create_scan_levels(
-    device: &wgpu::Device,
-    kernels: &BTreeMap<&'static str, Kernel>,
-    buffers: &BTreeMap<u32, wgpu::Buffer>,
+    binder: &Binder<'_>,
     (input, output): (u32, u32),
     len: u32,
 ) -> (Vec<ScanLevel>, Vec<wgpu::Buffer>) {
+    let device = binder.device;
+    let buffers = binder.buffers;
     let (input_binding, output_binding) = (input, output);
-    let make_group = |name: &str, overrides: &[(u32, &wgpu::Buffer)]| {
-        make_group(device, kernels, buffers, name, overrides)
-    };
+    let make_group = |name: &'static str, overrides: &[(u32, &Slot)]| binder.group(name, overrides);
     let mut scan_buffers = Vec::new();
     let mut lens = vec![len];
     while *lens.last().unwrap_or(&1) > WG {
@@ -218,24 +216,32 @@ pub(super) fn create_scan_levels(
         lens.push(last.div_ceil(WG));
     }
     // sums[l]: block totals of level l (= input of level l + 1); outs[l]: scan of level l.
-    let sums: Vec<wgpu::Buffer> = lens
-        .iter()
-        .map(|&len| zeroed_buffer(device, "sim/scan_sums", len.div_ceil(WG) as usize * 4))
-        .collect();
-    let outs: Vec<Option<wgpu::Buffer>> = lens
-        .iter()
-        .enumerate()
-        .map(|(l, &len)| (l > 0).then(|| zeroed_buffer(device, "sim/scan_out", len as usize * 4)))
-        .collect();
-    let len_buffers: Vec<wgpu::Buffer> = lens
+    let sums: Vec<Slot> = lens
         .iter()
         .map(|&len| {
-            init_buffer(
+            Slot::whole(zeroed_buffer(
+                device,
+                "sim/scan_sums",
+                len.div_ceil(WG) as usize * 4,
+            ))
+        })
+        .collect();
+    let outs: Vec<Option<Slot>> = lens
+        .iter()
+        .enumerate()
+        .map(|(l, &len)| {
+            (l > 0).then(|| Slot::whole(zeroed_buffer(device, "sim/scan_out", len as usize * 4)))
+        })
+        .collect();
+    let len_buffers: Vec<Slot> = lens
+        .iter()
+        .map(|&len| {
+            Slot::whole(init_buffer(
                 device,
                 "sim/scan_len",
                 bytemuck::bytes_of(&ScanLenGpu { len, pad: [0; 3] }),
                 UNIFORM,
-            )
+            ))
         })
         .collect();
     let mut scan_levels = Vec::new();
@@ -271,9 +277,9 @@ pub(super) fn create_scan_levels(
             add,
         });
     }
-    scan_buffers.extend(sums);
-    scan_buffers.extend(outs.into_iter().flatten());
-    scan_buffers.extend(len_buffers);
+    scan_buffers.extend(sums.into_iter().map(|s| s.buffer));
+    scan_buffers.extend(outs.into_iter().flatten().map(|s| s.buffer));
+    scan_buffers.extend(len_buffers.into_iter().map(|s| s.buffer));
     (scan_levels, scan_buffers)
 }
 
@@ -281,13 +287,10 @@ impl GpuSim {
     /// Replaces the bodies' state and forces (parity tests).
     pub fn upload_bodies(&mut self, bodies: &[BodyGpu], force: &[[f32; 4]], torque: &[[f32; 4]]) {
         let q = &self.gpu.queue;
-        q.write_buffer(&self.buffers[&B_BODIES], 0, bytemuck::cast_slice(bodies));
-        q.write_buffer(&self.buffers[&B_BODY_FORCE], 0, bytemuck::cast_slice(force));
-        q.write_buffer(
-            &self.buffers[&B_BODY_TORQUE],
-            0,
-            bytemuck::cast_slice(torque),
-        );
+        let b = &self.buffers;
+        b[&B_BODIES].write(q, 0, bytemuck::cast_slice(bodies));
+        b[&B_BODY_FORCE].write(q, 0, bytemuck::cast_slice(force));
+        b[&B_BODY_TORQUE].write(q, 0, bytemuck::cast_slice(torque));
     }
 
     /// Replaces all particle state (current order) with `state`, e.g. the
@@ -295,19 +298,15 @@ impl GpuSim {
     pub fn upload(&mut self, state: &HostState) {
         let q = &self.gpu.queue;
         let b = &self.buffers;
-        q.write_buffer(&b[&B_POS], 0, bytemuck::cast_slice(&state.pos));
-        q.write_buffer(&b[&B_VEL], 0, bytemuck::cast_slice(&state.vel));
-        q.write_buffer(&b[&B_ANGVEL], 0, bytemuck::cast_slice(&state.angvel));
-        q.write_buffer(&b[&B_META], 0, bytemuck::cast_slice(&state.meta));
-        q.write_buffer(&b[&B_FORCE], 0, bytemuck::cast_slice(&state.force));
-        q.write_buffer(&b[&B_TORQUE], 0, bytemuck::cast_slice(&state.torque));
-        q.write_buffer(
-            &b[&B_HIST_COUNT],
-            0,
-            bytemuck::cast_slice(&state.hist_count),
-        );
-        q.write_buffer(&b[&B_HIST], 0, bytemuck::cast_slice(&state.hist));
-        q.write_buffer(&b[&B_LOCAL], 0, bytemuck::cast_slice(&state.local));
+        b[&B_POS].write(q, 0, bytemuck::cast_slice(&state.pos));
+        b[&B_VEL].write(q, 0, bytemuck::cast_slice(&state.vel));
+        b[&B_ANGVEL].write(q, 0, bytemuck::cast_slice(&state.angvel));
+        b[&B_META].write(q, 0, bytemuck::cast_slice(&state.meta));
+        b[&B_FORCE].write(q, 0, bytemuck::cast_slice(&state.force));
+        b[&B_TORQUE].write(q, 0, bytemuck::cast_slice(&state.torque));
+        b[&B_HIST_COUNT].write(q, 0, bytemuck::cast_slice(&state.hist_count));
+        b[&B_HIST].write(q, 0, bytemuck::cast_slice(&state.hist));
+        b[&B_LOCAL].write(q, 0, bytemuck::cast_slice(&state.local));
     }
 
     /// Applies new parameters (gravity and time step of `params`; the rest
@@ -321,10 +320,10 @@ impl GpuSim {
         live.dt = params.dt;
         let params = &live;
         let q = &self.gpu.queue;
-        q.write_buffer(&self.buffers[&B_PARAMS], 0, bytemuck::bytes_of(params));
-        q.write_buffer(&self.buffers[&B_PAIRS], 0, bytemuck::cast_slice(pairs));
+        self.buffers[&B_PARAMS].write(q, 0, bytemuck::bytes_of(params));
+        self.buffers[&B_PAIRS].write(q, 0, bytemuck::cast_slice(pairs));
         if let Some(state) = self.buffers.get(&B_LIST_STATE) {
-            q.write_buffer(state, 0, bytemuck::bytes_of(&1u32));
+            state.write(q, 0, bytemuck::bytes_of(&1u32));
         }
         let dt = params.dt;
         for (buffer, (dt_hist, commit)) in
@@ -332,8 +331,8 @@ impl GpuSim {
                 .iter()
                 .zip([(dt, 1u32), (0.5 * dt, 0), (0.0, 1)])
         {
-            q.write_buffer(
-                buffer,
+            buffer.write(
+                q,
                 0,
                 bytemuck::cast_slice(&[
                     dt_hist.to_bits(),
@@ -348,9 +347,7 @@ impl GpuSim {
 
     /// Sets the step counter (the kernels' clock) on both sides.
     pub fn set_step(&mut self, step: u32) {
-        self.gpu
-            .queue
-            .write_buffer(&self.buffers[&B_CLOCK], 0, bytemuck::bytes_of(&step));
+        self.buffers[&B_CLOCK].write(&self.gpu.queue, 0, bytemuck::bytes_of(&step));
         self.step = step;
     }
 
@@ -360,15 +357,11 @@ impl GpuSim {
     /// built for (a block's particles and halo).
     pub fn set_particle_count(&mut self, n: u32) {
         assert!(
-            u64::from(n) * 16 <= self.buffers[&B_POS].size(),
+            u64::from(n) * 16 <= self.buffers[&B_POS].size,
             "{n} particles exceed the buffers"
         );
         self.params.n = n;
-        self.gpu.queue.write_buffer(
-            &self.buffers[&B_PARAMS],
-            0,
-            bytemuck::bytes_of(&self.params),
-        );
+        self.buffers[&B_PARAMS].write(&self.gpu.queue, 0, bytemuck::bytes_of(&self.params));
     }
 
     /// The force kernels evaluate only particles `first..end` (their
@@ -382,8 +375,8 @@ impl GpuSim {
                 .iter()
                 .zip([(dt, 1u32), (0.5 * dt, 0), (0.0, 1)])
         {
-            self.gpu.queue.write_buffer(
-                buffer,
+            buffer.write(
+                &self.gpu.queue,
                 0,
                 bytemuck::cast_slice(&[dt_hist.to_bits(), commit, first, end]),
             );
@@ -392,12 +385,8 @@ impl GpuSim {
 
     /// Bytes of every buffer this simulation allocated.
     pub fn allocated_bytes(&self) -> u64 {
-        self.buffers.values().map(wgpu::Buffer::size).sum::<u64>()
-            + self
-                .mode_buffers
-                .iter()
-                .map(wgpu::Buffer::size)
-                .sum::<u64>()
+        self.buffers.values().map(|s| s.size).sum::<u64>()
+            + self.mode_buffers.iter().map(|s| s.size).sum::<u64>()
             + self
                 ._scan_buffers
                 .iter()

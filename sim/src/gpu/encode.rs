@@ -5,7 +5,7 @@ use pellet_formats::scene::Integrator;
 use pellet_gpu::{dispatch_2d, wgpu};
 
 use super::bindings::*;
-use super::{GpuSim, WG};
+use super::{GpuSim, Group, WG};
 use crate::{ForceKind, SimError};
 
 fn groups_for(count: u32) -> [u32; 3] {
@@ -13,16 +13,10 @@ fn groups_for(count: u32) -> [u32; 3] {
 }
 
 impl GpuSim {
-    fn dispatch(
-        &self,
-        pass: &mut wgpu::ComputePass<'_>,
-        name: &str,
-        group: &wgpu::BindGroup,
-        count: u32,
-    ) {
+    fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, name: &str, group: &Group, count: u32) {
         let g = groups_for(count);
         pass.set_pipeline(&self.kernels[name].pipeline);
-        pass.set_bind_group(0, group, &[]);
+        pass.set_bind_group(0, group.get(), &[]);
         pass.dispatch_workgroups(g[0], g[1], g[2]);
     }
 
@@ -31,14 +25,13 @@ impl GpuSim {
     }
 
     fn copy(&self, enc: &mut wgpu::CommandEncoder, from: u32, to: u32) {
-        let size = self.buffers[&to].size().min(self.buffers[&from].size());
-        enc.copy_buffer_to_buffer(&self.buffers[&from], 0, &self.buffers[&to], 0, size);
+        self.buffers[&from].copy_to(enc, &self.buffers[&to]);
     }
 
     /// Records the counting sort (and the reorder of all particle data).
     fn encode_sort(&self, enc: &mut wgpu::CommandEncoder, rk2: bool) {
-        enc.clear_buffer(&self.buffers[&B_CELL_COUNT], 0, None);
-        enc.clear_buffer(&self.buffers[&B_CURSOR], 0, None);
+        self.buffers[&B_CELL_COUNT].clear(enc, 0, None);
+        self.buffers[&B_CURSOR].clear(enc, 0, None);
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("sort"),
@@ -113,7 +106,7 @@ impl GpuSim {
             "body_reduce" => {
                 let g = dispatch_2d(bodies);
                 pass.set_pipeline(&self.kernels[name].pipeline);
-                pass.set_bind_group(0, &self.groups[name], &[]);
+                pass.set_bind_group(0, self.groups[name].get(), &[]);
                 pass.dispatch_workgroups(g[0], g[1], g[2]);
             }
             "body_particles" => self.particle_kernel(pass, name),
@@ -131,7 +124,7 @@ impl GpuSim {
     }
 
     fn encode_step(&self, enc: &mut wgpu::CommandEncoder) {
-        enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(12));
+        self.buffers[&B_COUNTERS].clear(enc, 0, Some(12));
         match self.integrator {
             Integrator::VelocityVerlet => {
                 self.encode_pass(enc, "verlet_begin", |s, p| {
@@ -249,7 +242,7 @@ impl GpuSim {
     /// Resets the per-step counters, as each step does.
     pub fn clear_step_counters(&mut self) {
         let mut enc = self.encoder();
-        enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(12));
+        self.buffers[&B_COUNTERS].clear(&mut enc, 0, Some(12));
         self.submit(enc);
     }
 }

@@ -33,9 +33,12 @@ mod buffers;
 mod encode;
 mod pairs;
 mod readback;
+pub mod slots;
 
-use bindings::{B_META, B_MODE, B_POS, B_VEL, Kernel, PARTICLE_KERNELS};
+use bindings::{B_META, B_MODE, B_POS, B_VEL, Binder, Group, Kernel, PARTICLE_KERNELS};
 use buffers::ScanLevel;
+use slots::Packing;
+pub use slots::{BindingLayout, Slot};
 
 const WG: u32 = 256;
 
@@ -110,15 +113,20 @@ pub struct GpuSim {
     /// Constant parameters.
     pub params: Params,
     integrator: Integrator,
-    buffers: BTreeMap<u32, wgpu::Buffer>,
-    mode_buffers: [wgpu::Buffer; 3],
+    buffers: BTreeMap<u32, Slot>,
+    mode_buffers: [Slot; 3],
     kernels: BTreeMap<&'static str, Kernel>,
-    groups: BTreeMap<&'static str, wgpu::BindGroup>,
-    force_groups: [wgpu::BindGroup; 3],
+    groups: BTreeMap<&'static str, Group>,
+    force_groups: [Group; 3],
     scan_levels: Vec<ScanLevel>,
-    sort_group: wgpu::BindGroup,
-    tick_group: wgpu::BindGroup,
+    sort_group: Group,
+    tick_group: Group,
     _scan_buffers: Vec<wgpu::Buffer>,
+    /// The packed layout's arenas (empty in the separate layout).
+    packing: Packing,
+    /// Bumped whenever the arrays move (the packed layout repacks when the
+    /// pair buffers grow): bind groups made outside must be remade.
+    generation: u64,
     step: u32,
     /// `compute_forces` evaluates particles `first..end` (all by default).
     force_range: (u32, u32),
@@ -190,12 +198,42 @@ impl GpuSim {
         shaders: &SimShaders,
         listing: Listing,
     ) -> Result<Self, SimError> {
+        // Sorting every step runs in the separate layout only (the stage
+        // parity tests' path, on devices that bind enough buffers).
+        let layout = match listing {
+            Listing::PairList => BindingLayout::for_device(&gpu),
+            Listing::SortEveryStep => BindingLayout::Separate,
+        };
+        Self::with_layout(gpu, setup, shaders, listing, layout)
+    }
+
+    /// As [`GpuSim::with_options`], with the binding layout chosen by the
+    /// caller (the parity tests run both on one device).
+    pub fn with_layout(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        shaders: &SimShaders,
+        listing: Listing,
+        layout: BindingLayout,
+    ) -> Result<Self, SimError> {
         if setup.periodic != 0 && listing == Listing::SortEveryStep {
             return Err(SimError::Unsupported(
                 "periodic domains run on the pair lists (the sort-every-step kernels have no periods)",
             ));
         }
-        let stages = shaders.compile()?;
+        if layout == BindingLayout::Packed && listing == Listing::SortEveryStep {
+            return Err(SimError::Unsupported(
+                "the packed binding layout runs the pair lists (sorting every step copies \
+                 between arrays, which a packed arena cannot do within itself)",
+            ));
+        }
+        let stages = shaders.compile_for(layout)?;
+        let packing = match layout {
+            BindingLayout::Separate => Packing::default(),
+            BindingLayout::Packed => Packing::new(&crate::stages::packed::packed_bindings(
+                shaders.get(crate::stages::COMMON_FILE).unwrap_or_default(),
+            )),
+        };
         let list_setup;
         let setup = match listing {
             Listing::PairList => {
@@ -205,10 +243,11 @@ impl GpuSim {
             Listing::SortEveryStep => setup,
         };
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let built = Self::build(gpu.clone(), setup, &stages).and_then(|mut sim| {
+        let built = Self::build(gpu.clone(), setup, &stages, packing).and_then(|mut sim| {
             if listing == Listing::PairList {
                 sim.init_list()?;
             }
+            sim.repack()?;
             Ok(sim)
         });
         let scope = pollster::block_on(scope.pop());
@@ -226,16 +265,25 @@ impl GpuSim {
         gpu: Arc<Gpu>,
         setup: &SimSetup,
         stages: &[crate::stages::CompiledStage],
+        packing: Packing,
     ) -> Result<Self, SimError> {
         let device = &gpu.device;
         let params = setup.params();
         buffers::check_limits(&gpu, &params)?;
-        let buffers = buffers::create_buffers(device, setup, &params);
-        let mode_buffers = buffers::create_mode_buffers(device, params.dt);
+        let buffers: BTreeMap<u32, Slot> = buffers::create_buffers(device, setup, &params)
+            .into_iter()
+            .map(|(b, buffer)| (b, Slot::whole(buffer)))
+            .collect();
+        let mode_buffers = buffers::create_mode_buffers(device, params.dt).map(Slot::whole);
         let kernels = bindings::create_kernels(device, stages, &params);
-        let make_group = |name: &str, overrides: &[(u32, &wgpu::Buffer)]| {
-            bindings::make_group(device, &kernels, &buffers, name, overrides)
+        let binder = Binder {
+            device,
+            kernels: &kernels,
+            buffers: &buffers,
+            packing: &packing,
         };
+        let make_group =
+            |name: &'static str, overrides: &[(u32, &Slot)]| binder.group(name, overrides);
 
         let mut groups = BTreeMap::new();
         for name in PARTICLE_KERNELS {
@@ -252,9 +300,7 @@ impl GpuSim {
         }
         let tick_group = make_group("tick", &[]);
         let (scan_levels, scan_buffers) = buffers::create_scan_levels(
-            device,
-            &kernels,
-            &buffers,
+            &binder,
             (bindings::B_CELL_COUNT, bindings::B_CELL_START),
             params.num_keys + 1,
         );
@@ -272,6 +318,8 @@ impl GpuSim {
             sort_group,
             tick_group,
             _scan_buffers: scan_buffers,
+            packing,
+            generation: 0,
             step: 0,
             force_range: (0, u32::MAX),
             list: None,
@@ -289,14 +337,117 @@ impl GpuSim {
         self.gpu.clone()
     }
 
-    /// One of the particle buffers, in the current (cell) order.
-    pub fn buffer(&self, which: SimBuffer) -> &wgpu::Buffer {
+    /// One of the particle arrays, in the current (cell) order: its own
+    /// buffer, or its range of an arena (bind it with [`Slot::binding`]).
+    /// The arrays move when [`GpuSim::generation`] changes.
+    pub fn buffer(&self, which: SimBuffer) -> &Slot {
         let binding = match which {
             SimBuffer::Positions => B_POS,
             SimBuffer::Velocities => B_VEL,
             SimBuffer::Info => B_META,
         };
         &self.buffers[&binding]
+    }
+
+    /// Changes whenever the arrays move to new buffers (the packed layout
+    /// repacks when the pair buffers grow): bind groups made from
+    /// [`GpuSim::buffer`] must then be remade.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// How the kernels' arrays are bound.
+    pub fn binding_layout(&self) -> BindingLayout {
+        if self.packing.arena_of.is_empty() {
+            BindingLayout::Separate
+        } else {
+            BindingLayout::Packed
+        }
+    }
+
+    /// What every bind group is made from.
+    fn binder(&self) -> Binder<'_> {
+        Binder {
+            device: &self.gpu.device,
+            kernels: &self.kernels,
+            buffers: &self.buffers,
+            packing: &self.packing,
+        }
+    }
+
+    /// Every bind group of the simulation, with the binder (the fields
+    /// apart, so both can be borrowed).
+    fn groups_mut(&mut self) -> (Binder<'_>, Vec<&mut Group>) {
+        let mut all: Vec<&mut Group> = Vec::new();
+        all.extend(self.groups.values_mut());
+        all.extend(self.force_groups.iter_mut());
+        all.push(&mut self.sort_group);
+        all.push(&mut self.tick_group);
+        for level in &mut self.scan_levels {
+            all.push(&mut level.block);
+            all.extend(level.add.as_mut());
+        }
+        if let Some(list) = self.list.as_mut() {
+            all.extend(list.groups.values_mut().flat_map(|g| g.iter_mut()));
+            for level in list.row_scan.iter_mut().chain(list.low_scan.iter_mut()) {
+                all.push(&mut level.block);
+                all.extend(level.add.as_mut());
+            }
+        }
+        let binder = Binder {
+            device: &self.gpu.device,
+            kernels: &self.kernels,
+            buffers: &self.buffers,
+            packing: &self.packing,
+        };
+        (binder, all)
+    }
+
+    /// Packed layout: moves every array (the simulation's own and those
+    /// only some groups bind) into fresh arenas and remakes every bind
+    /// group. The separate layout has nothing to do.
+    // A buffer orders by its id, which never changes.
+    #[allow(clippy::mutable_key_type)]
+    fn repack(&mut self) -> Result<(), SimError> {
+        if self.packing.arena_of.is_empty() {
+            return Ok(());
+        }
+        let moved = {
+            let mut slots: Vec<(u32, Slot)> =
+                self.buffers.iter().map(|(b, s)| (*b, s.clone())).collect();
+            let (_, groups) = self.groups_mut();
+            for g in groups {
+                slots.extend(g.overrides().iter().cloned());
+            }
+            let refs: Vec<(u32, &Slot)> = slots.iter().map(|(b, s)| (*b, s)).collect();
+            let gpu = self.gpu.clone();
+            slots::pack(&gpu, &mut self.packing, &refs)?
+        };
+        let arena_of = self.packing.arena_of.clone();
+        let remap = |b: u32, slot: &mut Slot| {
+            if arena_of.contains_key(&b)
+                && let Some(new) = moved.get(&(slot.buffer.clone(), slot.offset))
+            {
+                *slot = new.clone();
+            }
+        };
+        for (b, slot) in self.buffers.iter_mut() {
+            remap(*b, slot);
+        }
+        {
+            let (_, groups) = self.groups_mut();
+            for g in groups {
+                for (b, slot) in g.overrides_mut().iter_mut() {
+                    remap(*b, slot);
+                }
+            }
+        }
+        let (binder, groups) = self.groups_mut();
+        for g in groups {
+            binder.rebuild(g);
+        }
+        self.generation += 1;
+        Ok(())
     }
 
     /// Blocks until the GPU has finished everything submitted.

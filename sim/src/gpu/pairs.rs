@@ -18,12 +18,11 @@
 use std::collections::BTreeMap;
 
 use pellet_formats::scene::Integrator;
-use pellet_gpu::readback::read_buffer;
 use pellet_gpu::{dispatch_2d, wgpu};
 
 use super::bindings::*;
 use super::buffers::{STORAGE, ScanLevel, create_scan_levels, init_buffer, zeroed_buffer};
-use super::{GpuSim, PairBlockInput, PairBlockOutput, WG};
+use super::{GpuSim, Group, PairBlockInput, PairBlockOutput, Slot, WG};
 use crate::stages::common::{Params, ROLL_EPSD2, ROLL_NONE};
 use crate::stages::pairs::ListBuffers;
 use crate::{ForceKind, SimError};
@@ -60,9 +59,9 @@ pub(super) struct ListGpu {
     template: Vec<[u32; 4]>,
     slot_of: BTreeMap<([u32; 3], u32), u32>,
     /// One bind group per force kind for each kernel of the stage.
-    groups: BTreeMap<&'static str, [wgpu::BindGroup; 3]>,
-    row_scan: Vec<ScanLevel>,
-    low_scan: Vec<ScanLevel>,
+    pub(super) groups: BTreeMap<&'static str, [Group; 3]>,
+    pub(super) row_scan: Vec<ScanLevel>,
+    pub(super) low_scan: Vec<ScanLevel>,
     _scan_buffers: Vec<wgpu::Buffer>,
 }
 
@@ -225,22 +224,13 @@ impl GpuSim {
         let template = slot_template(&self.params, &cell_levels, &row_levels, capacity);
         let device = &self.gpu.device;
         for (b, buffer) in create_list_buffers(device, &self.params, capacity, &template) {
-            self.buffers.insert(b, buffer);
+            self.buffers.insert(b, Slot::whole(buffer));
         }
-        let (row_scan, mut scan_buffers) = create_scan_levels(
-            device,
-            &self.kernels,
-            &self.buffers,
-            (B_ROW_COUNT, B_PAIR_START),
-            self.params.n + 1,
-        );
-        let (low_scan, low_buffers) = create_scan_levels(
-            device,
-            &self.kernels,
-            &self.buffers,
-            (B_LOW_COUNT, B_LOW_START),
-            self.params.n + 1,
-        );
+        let binder = self.binder();
+        let (row_scan, mut scan_buffers) =
+            create_scan_levels(&binder, (B_ROW_COUNT, B_PAIR_START), self.params.n + 1);
+        let (low_scan, low_buffers) =
+            create_scan_levels(&binder, (B_LOW_COUNT, B_LOW_START), self.params.n + 1);
         scan_buffers.extend(low_buffers);
         let slot_of = template
             .iter()
@@ -260,19 +250,13 @@ impl GpuSim {
         Ok(())
     }
 
-    fn pair_groups(&self) -> BTreeMap<&'static str, [wgpu::BindGroup; 3]> {
+    fn pair_groups(&self) -> BTreeMap<&'static str, [Group; 3]> {
+        let binder = self.binder();
         pair_kernels()
             .iter()
             .map(|&name| {
-                let groups = [0, 1, 2].map(|k| {
-                    make_group(
-                        &self.gpu.device,
-                        &self.kernels,
-                        &self.buffers,
-                        name,
-                        &[(B_MODE, &self.mode_buffers[k])],
-                    )
-                });
+                let groups =
+                    [0, 1, 2].map(|k| binder.group(name, &[(B_MODE, &self.mode_buffers[k])]));
                 (name, groups)
             })
             .collect()
@@ -305,15 +289,16 @@ impl GpuSim {
         &self,
         pass: &mut wgpu::ComputePass<'_>,
         name: &str,
-        group: &wgpu::BindGroup,
+        group: &Group,
         groups: [u32; 3],
         kind: u32,
     ) {
         let list = self.list();
         let slot = list.slot_of[&(groups, kind)];
         pass.set_pipeline(&self.kernels[name].pipeline);
-        pass.set_bind_group(0, group, &[]);
-        pass.dispatch_workgroups_indirect(&self.buffers[&B_DISPATCH_ARGS], u64::from(slot) * 12);
+        pass.set_bind_group(0, group.get(), &[]);
+        let args = &self.buffers[&B_DISPATCH_ARGS];
+        pass.dispatch_workgroups_indirect(&args.buffer, args.offset + u64::from(slot) * 12);
     }
 
     /// A particle kernel of the step (runs unless halted).
@@ -354,19 +339,19 @@ impl GpuSim {
         &self,
         pass: &mut wgpu::ComputePass<'_>,
         name: &'static str,
-        group: &wgpu::BindGroup,
+        group: &Group,
         count: u32,
     ) {
         self.indirect(pass, name, group, groups_for(count), SLOT_REBUILD);
     }
 
-    fn pair_group(&self, name: &str, kind: ForceKind) -> &wgpu::BindGroup {
+    fn pair_group(&self, name: &str, kind: ForceKind) -> &Group {
         &self.list().groups[name][kind as usize]
     }
 
     fn direct(&self, pass: &mut wgpu::ComputePass<'_>, name: &str) {
         pass.set_pipeline(&self.kernels[name].pipeline);
-        pass.set_bind_group(0, self.pair_group(name, ForceKind::Commit), &[]);
+        pass.set_bind_group(0, self.pair_group(name, ForceKind::Commit).get(), &[]);
         pass.dispatch_workgroups(1, 1, 1);
     }
 
@@ -507,7 +492,7 @@ impl GpuSim {
 
     fn clear_list_counters(&self, enc: &mut wgpu::CommandEncoder) {
         // Contacts and wall contacts; the occupancy is the largest at any build.
-        enc.clear_buffer(&self.buffers[&B_COUNTERS], 0, Some(8));
+        self.buffers[&B_COUNTERS].clear(enc, 0, Some(8));
     }
 
     /// Records `steps` whole steps of the pair-list path, each in its own
@@ -571,11 +556,7 @@ impl GpuSim {
 
     /// The list state (`ListState` slots), read back (waits for the GPU).
     pub(super) fn list_state(&self) -> Result<[u32; LIST_STATE_LEN], SimError> {
-        let bytes = read_buffer(
-            &self.gpu.device,
-            &self.gpu.queue,
-            &self.buffers[&B_LIST_STATE],
-        )?;
+        let bytes = self.buffers[&B_LIST_STATE].read(&self.gpu)?;
         let v: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes);
         Ok(std::array::from_fn(|k| v.get(k).copied().unwrap_or(0)))
     }
@@ -597,22 +578,15 @@ impl GpuSim {
             };
             let needed = state[ListState::Needed as usize];
             self.grow_pairs(needed.saturating_add(needed / 2).max(needed))?;
-            let clock: Vec<u32> = bytemuck::pod_collect_to_vec(&read_buffer(
-                &self.gpu.device,
-                &self.gpu.queue,
-                &self.buffers[&B_CLOCK],
-            )?);
+            let clock: Vec<u32> =
+                bytemuck::pod_collect_to_vec(&self.buffers[&B_CLOCK].read(&self.gpu)?);
             let done = clock.first().copied().unwrap_or(0);
             // Every slot on for the resumed rebuild; the next gate rewrites them.
             let args = self.all_slots_on();
             let q = &self.gpu.queue;
-            q.write_buffer(
-                &self.buffers[&B_DISPATCH_ARGS],
-                0,
-                bytemuck::cast_slice(&args),
-            );
-            q.write_buffer(
-                &self.buffers[&B_LIST_STATE],
+            self.buffers[&B_DISPATCH_ARGS].write(q, 0, bytemuck::cast_slice(&args));
+            self.buffers[&B_LIST_STATE].write(
+                q,
                 ListState::Halt as u64 * 4,
                 bytemuck::cast_slice(&[0u32, 0u32]),
             );
@@ -643,21 +617,23 @@ impl GpuSim {
 
     fn resize_pairs(&mut self, capacity: u32) -> Result<(), SimError> {
         self.check_pair_capacity(capacity)?;
-        let fresh = pair_buffers(&self.gpu.device, capacity, self.params.rolling_model);
+        let fresh: Vec<(u32, Slot)> =
+            pair_buffers(&self.gpu.device, capacity, self.params.rolling_model)
+                .into_iter()
+                .map(|(b, buffer)| (b, Slot::whole(buffer)))
+                .collect();
         let mut enc = self.encoder();
-        for (b, buffer) in &fresh {
+        for (b, slot) in &fresh {
             if *b == B_OLD_HIST || *b == B_OLD_ROLL {
-                let from = &self.buffers[b];
-                let size = from.size().min(buffer.size());
-                enc.copy_buffer_to_buffer(from, 0, buffer, 0, size);
+                self.buffers[b].copy_to(&mut enc, slot);
             }
         }
         self.submit(enc);
-        for (b, buffer) in fresh {
-            self.buffers.insert(b, buffer);
+        for (b, slot) in fresh {
+            self.buffers.insert(b, slot);
         }
-        self.gpu.queue.write_buffer(
-            &self.buffers[&B_LIST_STATE],
+        self.buffers[&B_LIST_STATE].write(
+            &self.gpu.queue,
             ListState::Capacity as u64 * 4,
             bytemuck::bytes_of(&capacity),
         );
@@ -666,17 +642,14 @@ impl GpuSim {
             list.capacity = capacity;
             list.groups = groups;
         }
+        self.repack()?;
         Ok(())
     }
 
     /// Writes every dispatch slot on (the stages below run alone).
     fn enable_all_slots(&self) {
         let args = self.all_slots_on();
-        self.gpu.queue.write_buffer(
-            &self.buffers[&B_DISPATCH_ARGS],
-            0,
-            bytemuck::cast_slice(&args),
-        );
+        self.buffers[&B_DISPATCH_ARGS].write(&self.gpu.queue, 0, bytemuck::cast_slice(&args));
     }
 
     /// Replaces the list buffers with `list` (the CPU twin's, so a stage can
@@ -688,7 +661,7 @@ impl GpuSim {
         let b = &self.buffers;
         let write = |binding: u32, bytes: &[u8]| {
             if !bytes.is_empty() {
-                q.write_buffer(&b[&binding], 0, bytes);
+                b[&binding].write(q, 0, bytes);
             }
         };
         write(B_POS_REF, bytemuck::cast_slice(&list.pos_ref));
@@ -809,7 +782,7 @@ impl GpuSim {
         let buffers = &self.buffers;
         let write = |binding: u32, bytes: &[u8]| {
             if !bytes.is_empty() {
-                q.write_buffer(&buffers[&binding], 0, bytes);
+                buffers[&binding].write(q, 0, bytes);
             }
         };
         write(B_POS, bytemuck::cast_slice(b.pos));
@@ -840,7 +813,7 @@ impl GpuSim {
             for (name, count) in [("pair_forces", pairs), ("particle_forces", s.params.n)] {
                 let [x, y, z] = groups_for(count);
                 pass.set_pipeline(&s.kernels[name].pipeline);
-                pass.set_bind_group(0, s.pair_group(name, kind), &[]);
+                pass.set_bind_group(0, s.pair_group(name, kind).get(), &[]);
                 pass.dispatch_workgroups(x, y, z);
             }
         });
@@ -857,13 +830,7 @@ impl GpuSim {
     ) -> Result<PairBlockOutput, SimError> {
         let walls = u64::from(self.params.wall_count);
         let read = |binding: u32, offset: u64, size: u64| -> Result<Vec<u8>, SimError> {
-            Ok(pellet_gpu::readback::read_buffer_range(
-                &self.gpu.device,
-                &self.gpu.queue,
-                &self.buffers[&binding],
-                offset,
-                size,
-            )?)
+            Ok(self.buffers[&binding].read_range(&self.gpu, offset, size)?)
         };
         let (a, n) = (u64::from(first), u64::from(end - first));
         let (p, m) = (u64::from(pairs.start), u64::from(pairs.end - pairs.start));

@@ -2,8 +2,6 @@
 //! a block's forces, the counters and the kinetic energy, copied back from
 //! the GPU.
 
-use pellet_gpu::readback::read_buffer;
-
 use super::bindings::*;
 use super::{BodyForces, GpuSim, GridBuffers, WG};
 use crate::stages::bodies::BodyGpu;
@@ -15,7 +13,9 @@ impl GpuSim {
         binding: u32,
         len: usize,
     ) -> Result<Vec<T>, SimError> {
-        let bytes = read_buffer(&self.gpu.device, &self.gpu.queue, &self.buffers[&binding])?;
+        let slot = &self.buffers[&binding];
+        let size = ((len * size_of::<T>()) as u64).min(slot.size);
+        let bytes = slot.read_range(&self.gpu, 0, size)?;
         let mut v: Vec<T> = bytemuck::pod_collect_to_vec(&bytes);
         v.truncate(len);
         Ok(v)

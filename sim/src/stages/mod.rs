@@ -25,6 +25,7 @@ pub mod bodies;
 pub mod common;
 pub mod forces;
 pub mod integrate;
+pub mod packed;
 pub mod pairs;
 pub mod sort;
 pub mod stats;
@@ -115,6 +116,17 @@ pub fn shader_files() -> impl Iterator<Item = &'static str> {
     std::iter::once(COMMON_FILE).chain(STAGES.iter().map(|s| s.file))
 }
 
+/// How the kernels' storage arrays are bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BindingLayout {
+    /// One binding per array (up to 21 storage bindings in one kernel).
+    #[default]
+    Separate,
+    /// Arrays gathered into arenas (at most 7 storage bindings per kernel),
+    /// for devices with few storage bindings per stage: [`packed`].
+    Packed,
+}
+
 /// One stage compiled: the naga module, and the bindings each of its kernels uses.
 #[derive(Debug)]
 pub struct CompiledStage {
@@ -182,13 +194,33 @@ impl SimShaders {
     /// its kernels, is a [`GpuError::Shader`] naming its file; line numbers
     /// in the report count `common.wgsl`'s lines first.
     pub fn compile(&self) -> Result<Vec<CompiledStage>, GpuError> {
+        self.compile_for(BindingLayout::Separate)
+    }
+
+    /// As [`SimShaders::compile`], for `layout`: with
+    /// [`BindingLayout::Packed`], each module is rewritten by
+    /// [`packed::pack_source`] first.
+    pub fn compile_for(&self, layout: BindingLayout) -> Result<Vec<CompiledStage>, GpuError> {
         let common = self.get(COMMON_FILE).unwrap_or(COMMON);
         validate_wgsl(COMMON_FILE, common)?;
         let common_lines = common.lines().count() + 1;
+        let packed = packed::packed_bindings(common);
         STAGES
             .iter()
             .map(|stage| {
-                let source = self.module_source(stage);
+                let mut source = self.module_source(stage);
+                if layout == BindingLayout::Packed {
+                    source = packed::pack_source(&source, &packed).map_err(|e| match e {
+                        GpuError::Shader { report, .. } => GpuError::Shader {
+                            name: stage.file.to_string(),
+                            report: format!(
+                                "{report} (packed layout; line numbers count the \
+                                 {common_lines} lines of {COMMON_FILE} first)"
+                            ),
+                        },
+                        other => other,
+                    })?;
+                }
                 let (module, info) = validate_wgsl(stage.file, &source).map_err(|e| match e {
                     GpuError::Shader { name, report } => GpuError::Shader {
                         name,
