@@ -45,7 +45,7 @@ fn check_solid(v: &GpuVoxelizer, name: &str, mesh: &TriMesh, resolution: Resolut
 
 #[test]
 fn shaders_validate_and_uniform_structs_match_their_wgsl_layouts() {
-    use pellet_gpu::wgpu::naga;
+    use pellet_gpu::naga;
     for (file, source) in SHADERS {
         let (module, _) = pellet_gpu::validate_wgsl(file, source).unwrap_or_else(|e| panic!("{e}"));
         let mut layouter = naga::proc::Layouter::default();

@@ -202,7 +202,7 @@ pub fn encode_payload(kind: AssetKind, payload: &[u8]) -> Result<Vec<u8>, Encode
             limit: DEFAULT_MAX_PAYLOAD,
         });
     }
-    let compressed = zstd::bulk::compress(payload, ZSTD_LEVEL).map_err(EncodeError::Compress)?;
+    let compressed = compress(payload)?;
     let header = Header {
         version: FORMAT_VERSION,
         kind,
@@ -283,14 +283,60 @@ pub(crate) fn decode_messagepack<T: DeserializeOwned>(
     })
 }
 
+/// Compresses a payload: the C library at [`ZSTD_LEVEL`] natively; in the
+/// browser (wasm32, where it does not build) ruzstd's fastest level, which
+/// any zstd decoder reads.
+#[cfg(not(target_arch = "wasm32"))]
+fn compress(payload: &[u8]) -> Result<Vec<u8>, EncodeError> {
+    zstd::bulk::compress(payload, ZSTD_LEVEL).map_err(EncodeError::Compress)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn compress(payload: &[u8]) -> Result<Vec<u8>, EncodeError> {
+    Ok(ruzstd::encoding::compress_to_vec(
+        payload,
+        ruzstd::encoding::CompressionLevel::Fastest,
+    ))
+}
+
 /// Inflates a zstd stream, reading at most `declared + 1` bytes of output so a
 /// bomb stops at the declared size; the output must be exactly `declared` long.
+/// The C library natively, the pure-Rust decoder in the browser.
+#[cfg(not(target_arch = "wasm32"))]
 fn decompress_bounded(stored: &[u8], declared: u64) -> Result<Vec<u8>, DecodeError> {
     let mut decoder = zstd::stream::read::Decoder::with_buffer(stored)
         .map_err(|e| DecodeError::Decompress(e.to_string()))?;
     decoder
         .window_log_max(ZSTD_WINDOW_LOG_MAX)
         .map_err(|e| DecodeError::Decompress(e.to_string()))?;
+    read_bounded(decoder, stored, declared)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn decompress_bounded(stored: &[u8], declared: u64) -> Result<Vec<u8>, DecodeError> {
+    decompress_bounded_pure(stored, declared)
+}
+
+/// [`decompress_bounded`] with the pure-Rust decoder (ruzstd): the
+/// browser's path, public so native tests hold it to the C library's
+/// results. The same window cap ([`ZSTD_WINDOW_LOG_MAX`]), read from the
+/// frame header before anything is allocated.
+pub fn decompress_bounded_pure(stored: &[u8], declared: u64) -> Result<Vec<u8>, DecodeError> {
+    let window = zstd_window_size(stored)?;
+    if window > 1u64 << ZSTD_WINDOW_LOG_MAX {
+        return Err(DecodeError::Decompress(format!(
+            "frame window of {window} bytes exceeds the limit of {} bytes",
+            1u64 << ZSTD_WINDOW_LOG_MAX
+        )));
+    }
+    let decoder = ruzstd::decoding::StreamingDecoder::new(stored)
+        .map_err(|e| DecodeError::Decompress(e.to_string()))?;
+    read_bounded(decoder, stored, declared)
+}
+
+/// Reads `decoder` to at most `declared + 1` bytes; exactly `declared` is
+/// the only success.
+fn read_bounded(decoder: impl Read, stored: &[u8], declared: u64) -> Result<Vec<u8>, DecodeError> {
     // Reserve what the stored bytes can plausibly inflate to (not simply the
     // declared length, which a lying header could set to the limit for a tiny
     // file); the vector grows as real output arrives, up to `declared + 1`.
@@ -308,6 +354,38 @@ fn decompress_bounded(stored: &[u8], declared: u64) -> Result<Vec<u8>, DecodeErr
         return Err(DecodeError::PayloadUnderflow { declared, actual });
     }
     Ok(out)
+}
+
+/// The window size a zstd frame header declares (RFC 8878, 3.1.1.1), in
+/// bytes: from the window descriptor, or for a single-segment frame its
+/// content size.
+fn zstd_window_size(stored: &[u8]) -> Result<u64, DecodeError> {
+    let bad = |what: &str| DecodeError::Decompress(format!("zstd frame header: {what}"));
+    if stored.get(..4) != Some(&[0x28, 0xB5, 0x2F, 0xFD][..]) {
+        return Err(bad("not a zstd frame"));
+    }
+    let descriptor = *stored.get(4).ok_or_else(|| bad("truncated"))?;
+    let single_segment = descriptor & 0x20 != 0;
+    let mut at = 5;
+    if !single_segment {
+        let w = *stored.get(at).ok_or_else(|| bad("truncated"))?;
+        let log = 10 + u64::from(w >> 3);
+        let base = 1u64 << log;
+        return Ok(base + (base / 8) * u64::from(w & 7));
+    }
+    at += [0, 1, 2, 4][usize::from(descriptor & 3)];
+    let size_bytes = [1, 2, 4, 8][usize::from(descriptor >> 6)];
+    let field = stored
+        .get(at..at + size_bytes)
+        .ok_or_else(|| bad("truncated"))?;
+    let mut size = field
+        .iter()
+        .rev()
+        .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+    if size_bytes == 2 {
+        size += 256;
+    }
+    Ok(size)
 }
 
 fn not_pellet(bytes: &[u8]) -> DecodeError {

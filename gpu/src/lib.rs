@@ -23,8 +23,7 @@ pub use error::GpuError;
 pub fn validate_wgsl(
     name: &str,
     source: &str,
-) -> Result<(wgpu::naga::Module, wgpu::naga::valid::ModuleInfo), GpuError> {
-    use wgpu::naga;
+) -> Result<(naga::Module, naga::valid::ModuleInfo), GpuError> {
     let fail = |report: String| GpuError::Shader {
         name: name.to_owned(),
         report,
@@ -39,6 +38,7 @@ pub fn validate_wgsl(
     .map_err(|e| fail(e.emit_to_string(source)))?;
     Ok((module, info))
 }
+pub use naga;
 pub use wgpu;
 
 /// Which wgpu backend to use.

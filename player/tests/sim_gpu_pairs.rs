@@ -684,3 +684,39 @@ fn the_packed_binding_layout_is_bit_identical_to_the_separate_one() {
         Err(pellet_player::sim::SimError::Unsupported(_))
     ));
 }
+
+/// The browser's way of stepping (submit, then poll without ever waiting)
+/// gives the same bits as the blocking one, through rebuilds that outgrow
+/// the pair buffers and resume.
+#[test]
+fn batches_polled_without_waiting_match_blocking_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settling_pack(dir.path());
+    let g = gpu();
+    let mut blocking = GpuSim::new(g.clone(), &s).unwrap();
+    blocking.set_pair_capacity(10).unwrap();
+    blocking.prime().unwrap();
+    for _ in 0..4 {
+        blocking.advance(30).unwrap();
+    }
+    let mut polled = GpuSim::new(g.clone(), &s).unwrap();
+    polled.set_pair_capacity(10).unwrap();
+    let finish = |sim: &mut GpuSim| loop {
+        if let Some(counters) = sim.poll_batch().unwrap() {
+            return counters;
+        }
+        std::thread::yield_now();
+    };
+    polled.begin_batch(0).unwrap();
+    finish(&mut polled);
+    let mut counters = [0; pellet_player::sim::NUM_COUNTERS];
+    for _ in 0..4 {
+        polled.begin_batch(30).unwrap();
+        assert!(polled.begin_batch(30).is_err(), "one batch at a time");
+        counters = finish(&mut polled);
+    }
+    assert_eq!(polled.steps(), 120);
+    assert_eq!(polled.rebuilds(), blocking.rebuilds());
+    assert_eq!(counters, blocking.counters().unwrap());
+    assert_eq!(state_bits(&polled), state_bits(&blocking));
+}

@@ -7,7 +7,7 @@
 
 use std::mem::{offset_of, size_of};
 
-use pellet_gpu::wgpu::naga;
+use pellet_gpu::naga;
 use pellet_sim::stages::common::{BodyGpu, ModeGpu, Params, ScanLenGpu};
 use pellet_sim::stages::{STAGES, SimShaders};
 

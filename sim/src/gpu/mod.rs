@@ -134,6 +134,8 @@ pub struct GpuSim {
     list: Option<pairs::ListGpu>,
     /// Rebuilds of the pair list so far (read after each batch).
     rebuilds: u32,
+    /// A batch begun without waiting ([`GpuSim::begin_batch`]).
+    in_flight: Option<pairs::Batch>,
 }
 
 impl std::fmt::Debug for GpuSim {
@@ -216,6 +218,35 @@ impl GpuSim {
         listing: Listing,
         layout: BindingLayout,
     ) -> Result<Self, SimError> {
+        pollster::block_on(Self::with_layout_async(
+            gpu, setup, shaders, listing, layout,
+        ))
+    }
+
+    /// [`GpuSim::new`] without blocking (the browser cannot block on the
+    /// GPU): the pair-list path with the built-in kernels, in the layout
+    /// the device needs ([`BindingLayout::for_device`]).
+    pub async fn new_async(gpu: Arc<Gpu>, setup: &SimSetup) -> Result<Self, SimError> {
+        let layout = BindingLayout::for_device(&gpu);
+        Self::with_layout_async(
+            gpu,
+            setup,
+            &SimShaders::builtin(),
+            Listing::PairList,
+            layout,
+        )
+        .await
+    }
+
+    /// [`GpuSim::with_layout`], awaiting the device's verdict on the
+    /// pipelines instead of blocking for it.
+    pub async fn with_layout_async(
+        gpu: Arc<Gpu>,
+        setup: &SimSetup,
+        shaders: &SimShaders,
+        listing: Listing,
+        layout: BindingLayout,
+    ) -> Result<Self, SimError> {
         if setup.periodic != 0 && listing == Listing::SortEveryStep {
             return Err(SimError::Unsupported(
                 "periodic domains run on the pair lists (the sort-every-step kernels have no periods)",
@@ -250,7 +281,7 @@ impl GpuSim {
             sim.repack()?;
             Ok(sim)
         });
-        let scope = pollster::block_on(scope.pop());
+        let scope = scope.pop().await;
         match (built, scope) {
             (Err(e), _) => Err(e),
             (Ok(_), Some(e)) => Err(SimError::Gpu(GpuError::Shader {
@@ -324,6 +355,7 @@ impl GpuSim {
             force_range: (0, u32::MAX),
             list: None,
             rebuilds: 0,
+            in_flight: None,
         })
     }
 

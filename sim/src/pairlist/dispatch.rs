@@ -201,6 +201,7 @@ pub fn prefilter_block(
             return;
         }
     }
+    let _ = commit;
     panic!("the wide prefilter needs AVX-512F");
 }
 
@@ -388,6 +389,7 @@ pub fn fill_lanes_portable(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairL
 
 /// The lengths the indices are checked against: particles (all three
 /// particle arrays), springs (all three axes), pairs (all five constants).
+#[cfg(target_arch = "x86_64")]
 fn limits(src: &LaneSources<'_>) -> (i32, i32, i32) {
     let particles = src.pos.len().min(src.vel.len()).min(src.angvel.len());
     let springs = src.spring.iter().map(|s| s.len()).min().unwrap_or(0);

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use pellet_gpu::{GpuError, validate_wgsl, wgpu::naga};
+use pellet_gpu::{GpuError, naga, validate_wgsl};
 
 pub mod bodies;
 pub mod common;
