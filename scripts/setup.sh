@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and run Pellet:
 # the Vulkan loader and Mesa's lavapipe software Vulkan driver (used when
-# there is no GPU), Xvfb for window tests and nginx for the HTTP tests. Safe
+# there is no GPU), Xvfb for window tests, nginx for the HTTP tests, and
+# Chromium with Node.js for the browser player's tests. Safe
 # to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -11,6 +12,10 @@ ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need+=(libvulkan1)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 # nginx serves baked folders with ETags in the HTTP tests (run unprivileged by the tests).
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx-light)
+# Headless Chromium runs the browser player's tests (WebGPU on SwiftShader),
+# driven by Node.js.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2

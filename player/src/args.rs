@@ -49,7 +49,7 @@ pub(crate) struct Cli {
     /// Shader hot reload (development): use the simulation's stage shaders
     /// (`common.wgsl`, `sort.wgsl`, `forces.wgsl`, `integrate.wgsl`,
     /// `bodies.wgsl`, `stats.wgsl`, copied from sim/src/stages) and
-    /// `spheres.wgsl` (from player/src/render) found in DIR, any subset, and
+    /// `spheres.wgsl` (from render/src) found in DIR, any subset, and
     /// rebuild the pipelines when they are saved; a shader that fails
     /// validation is shown and the old pipeline kept.
     #[arg(long, value_name = "DIR", hide_short_help = true)]

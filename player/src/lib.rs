@@ -7,7 +7,6 @@ mod error;
 
 pub mod print;
 pub mod remote;
-pub mod render;
 pub mod scene_info;
 pub mod sim;
 pub mod viewer;
@@ -16,3 +15,4 @@ pub use error::PlayerError;
 pub use pellet_gpu as gpu;
 /// The out-of-core neighbour search (`player nns`), from `pellet-nns`.
 pub use pellet_nns as nns;
+pub use pellet_render as render;

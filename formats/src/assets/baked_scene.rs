@@ -33,6 +33,49 @@ pub struct BakedScene {
     pub bodies: Vec<BakedBodyRef>,
 }
 
+impl BakedScene {
+    /// Every object this scene reads besides itself, in reading order (its
+    /// particle files, then its bodies), each checked to be an object of
+    /// `manifest` of the right kind; else which entry is not, in words. A
+    /// loader reads these and nothing else, hash-checked: a baked folder,
+    /// on disk or served, can make a player read nothing outside it.
+    pub fn objects_in(
+        &self,
+        manifest: &super::Manifest,
+    ) -> Result<Vec<(String, AssetKind)>, String> {
+        let listed = |hash: &str, kind: AssetKind| {
+            manifest
+                .objects
+                .iter()
+                .any(|o| o.hash == hash && o.kind == kind)
+        };
+        let mut out = Vec::new();
+        for (i, source) in self.scene.particles.iter().enumerate() {
+            if let ParticleOrigin::File(file) = &source.origin {
+                // `validate` already refused names that are not object names.
+                let hash = particle_object(file)
+                    .ok_or_else(|| format!("particles[{i}].file {file:?} is not an object"))?;
+                if !listed(hash, AssetKind::SimState) {
+                    return Err(format!(
+                        "particles[{i}].file {file:?} is not a particle object of the manifest"
+                    ));
+                }
+                out.push((hash.to_owned(), AssetKind::SimState));
+            }
+        }
+        for (i, body) in self.bodies.iter().enumerate() {
+            if !listed(&body.object, AssetKind::ParticleBody) {
+                return Err(format!(
+                    "bodies[{i}] object {} is not a particle body of the manifest",
+                    body.object
+                ));
+            }
+            out.push((body.object.clone(), AssetKind::ParticleBody));
+        }
+        Ok(out)
+    }
+}
+
 impl Asset for BakedScene {
     const KIND: AssetKind = AssetKind::BakedScene;
 

@@ -135,10 +135,58 @@ fn generate_block(
     }
 }
 
+/// Where a scene's particle files come from: a folder on disk, or bytes
+/// already fetched (the browser player, which has no file system).
+pub trait SceneFiles {
+    /// The path a file's errors name (`relative` joined to the scene's
+    /// folder, or the file as a page fetched it).
+    fn path_of(&self, relative: &str) -> std::path::PathBuf;
+    /// The bytes of file `relative` (at most `limit` of them).
+    fn read(&self, relative: &str, limit: u64) -> Result<Vec<u8>, String>;
+}
+
+/// A scene's files in a folder.
+#[derive(Debug, Clone, Copy)]
+pub struct FolderFiles<'a>(pub &'a Path);
+
+impl SceneFiles for FolderFiles<'_> {
+    fn path_of(&self, relative: &str) -> std::path::PathBuf {
+        if relative.is_empty() {
+            self.0.to_path_buf()
+        } else {
+            self.0.join(relative)
+        }
+    }
+
+    fn read(&self, relative: &str, limit: u64) -> Result<Vec<u8>, String> {
+        crate::io::read_regular_file(&self.0.join(relative), limit).map_err(|e| e.to_string())
+    }
+}
+
+/// A scene's files held in memory, by relative name.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFiles(pub std::collections::BTreeMap<String, Vec<u8>>);
+
+impl SceneFiles for MemoryFiles {
+    fn path_of(&self, relative: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(relative)
+    }
+
+    fn read(&self, relative: &str, limit: u64) -> Result<Vec<u8>, String> {
+        match self.0.get(relative) {
+            Some(b) if b.len() as u64 <= limit => Ok(b.clone()),
+            Some(b) => Err(format!("{} bytes, more than the limit of {limit}", b.len())),
+            None => Err("not among the files fetched".to_owned()),
+        }
+    }
+}
+
 pub(crate) fn free_particles(
     scene: &Scene,
-    scene_dir: &Path,
+    files: &dyn SceneFiles,
 ) -> Result<Vec<ParticleInit>, SceneError> {
+    let scene_dir = files.path_of("");
+    let scene_dir = scene_dir.as_path();
     let mut out = Vec::new();
     for (i, entry) in scene.particles.iter().enumerate() {
         let radius = entry
@@ -150,8 +198,12 @@ pub(crate) fn free_particles(
                 generate_block(block, &radius, source, entry.velocity, &mut out)
             }
             ParticleOrigin::File(file) => {
-                let path = scene_dir.join(file);
-                let loaded = load_particle_file(&path, entry, &radius, source)?;
+                let relative = file.as_str();
+                let path = files.path_of(relative);
+                let bytes = files
+                    .read(relative, DEFAULT_MAX_PAYLOAD)
+                    .map_err(|e| SceneError::particle_file(&path, None, e))?;
+                let loaded = particles_from_bytes(&path, bytes, entry, &radius, source)?;
                 check_inside_domain(scene, &path, &loaded)?;
                 out.extend(loaded);
             }
@@ -198,6 +250,18 @@ pub fn load_particle_file(
 ) -> Result<Vec<ParticleInit>, SceneError> {
     let bytes = crate::io::read_regular_file(path, DEFAULT_MAX_PAYLOAD)
         .map_err(|e| SceneError::particle_file(path, None, e.to_string()))?;
+    particles_from_bytes(path, bytes, entry, radius, source)
+}
+
+/// The particles of a particle file's `bytes` (a `.pellet` state when
+/// `path` says so, else CSV); `path` names the file in errors.
+pub fn particles_from_bytes(
+    path: &Path,
+    bytes: Vec<u8>,
+    entry: &ParticleSource,
+    radius: &Radius,
+    source: u32,
+) -> Result<Vec<ParticleInit>, SceneError> {
     if path.extension().is_some_and(|e| e == "pellet") {
         let state: SimState = crate::container::decode(&bytes, &DecodeLimits::default())
             .map_err(|e| SceneError::particle_file(path, None, e.to_string()))?;

@@ -19,7 +19,10 @@ mod validate;
 mod values;
 
 pub use error::{SceneError, SceneErrorKind};
-pub use expand::{MAX_PARTICLES, ParticleInit, Rng, load_particle_file};
+pub use expand::{
+    FolderFiles, MAX_PARTICLES, MemoryFiles, ParticleInit, Rng, SceneFiles, load_particle_file,
+    particles_from_bytes,
+};
 pub use values::{Radius, TimeStep};
 
 /// Name of the material used where none is named. Always defined: a scene
@@ -552,7 +555,16 @@ impl Scene {
     /// The free particles of every `[[particles]]` entry, in order. Particle
     /// files are resolved relative to `scene_dir`.
     pub fn free_particles(&self, scene_dir: &Path) -> Result<Vec<ParticleInit>, SceneError> {
-        expand::free_particles(self, scene_dir)
+        expand::free_particles(self, &FolderFiles(scene_dir))
+    }
+
+    /// [`Scene::free_particles`] with the particle files read from `files`
+    /// (a folder, or bytes fetched by a page).
+    pub fn free_particles_from(
+        &self,
+        files: &dyn SceneFiles,
+    ) -> Result<Vec<ParticleInit>, SceneError> {
+        expand::free_particles(self, files)
     }
 }
 

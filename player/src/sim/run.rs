@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pellet_formats::assets::{AssetKind, BakedScene, ParticleBody, particle_object};
+use pellet_formats::assets::{BakedScene, ParticleBody, particle_object};
 use pellet_formats::baked_folder::{BakedFolderError, read_manifest, read_object};
 use pellet_formats::io::write_asset;
 use pellet_formats::scene::MAX_STEPS;
@@ -287,36 +287,12 @@ pub fn read_baked_scene(dir: &Path) -> Result<BakedScene, PlayerError> {
     }
     let manifest = read_manifest(dir, &limits)?;
     let baked: BakedScene = read_object(dir, &manifest.scene, &limits)?;
-    let listed = |hash: &str, kind: AssetKind| {
-        manifest
-            .objects
-            .iter()
-            .any(|o| o.hash == hash && o.kind == kind)
-    };
-    let refuse = |what: String| PlayerError::Confinement {
-        dir: dir.to_path_buf(),
-        what,
-    };
-    for (i, source) in baked.scene.particles.iter().enumerate() {
-        if let ParticleOrigin::File(file) = &source.origin {
-            // `BakedScene::validate` already refused names that are not object names.
-            let hash = particle_object(file)
-                .ok_or_else(|| refuse(format!("particles[{i}].file {file:?} is not an object")))?;
-            if !listed(hash, AssetKind::SimState) {
-                return Err(refuse(format!(
-                    "particles[{i}].file {file:?} is not a particle object of the manifest"
-                )));
-            }
-        }
-    }
-    for (i, body) in baked.bodies.iter().enumerate() {
-        if !listed(&body.object, AssetKind::ParticleBody) {
-            return Err(refuse(format!(
-                "bodies[{i}] object {} is not a particle body of the manifest",
-                body.object
-            )));
-        }
-    }
+    baked
+        .objects_in(&manifest)
+        .map_err(|what| PlayerError::Confinement {
+            dir: dir.to_path_buf(),
+            what,
+        })?;
     // Check the particle objects' hashes before the scene reads (and
     // decodes) them; the bytes come from the page cache the second time.
     for source in &baked.scene.particles {

@@ -245,7 +245,8 @@ impl Binder<'_> {
                     (B_LAYOUT, Some(t)) => t.as_entire_binding(),
                     (B_ARENA_F4, Some(_)) => arena(Arena::F4),
                     (B_ARENA_U4, Some(_)) => arena(Arena::U4),
-                    (B_ARENA_U1 | B_ARENA_ATOMIC, Some(_)) => arena(Arena::U1),
+                    (B_ARENA_U1, Some(_)) => arena(Arena::U1),
+                    (B_ARENA_ATOMIC, Some(_)) => arena(Arena::A1),
                     _ => slot_of(b)
                         .unwrap_or_else(|| panic!("binding {b} of kernel {name} has no buffer"))
                         .binding(),

@@ -455,11 +455,10 @@ impl GpuSim {
             let gpu = self.gpu.clone();
             slots::pack(&gpu, &mut self.packing, &refs)?
         };
-        let arena_of = self.packing.arena_of.clone();
-        let remap = |b: u32, slot: &mut Slot| {
-            if arena_of.contains_key(&b)
-                && let Some(new) = moved.get(&(slot.buffer.clone(), slot.offset))
-            {
+        // Every slot that was moved, whatever binding names it (the prefix
+        // sums bind the arenas' ranges through bindings of their own).
+        let remap = |_: u32, slot: &mut Slot| {
+            if let Some(new) = moved.get(&(slot.buffer.clone(), slot.offset)) {
                 *slot = new.clone();
             }
         };

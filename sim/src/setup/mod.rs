@@ -165,6 +165,25 @@ impl SimSetup {
         options: SimOptions,
         source: &mut dyn BodySource,
     ) -> Result<Self, SimError> {
+        Self::from_scene_with_files(
+            scene,
+            &pellet_formats::scene::FolderFiles(scene_dir),
+            options,
+            source,
+        )
+    }
+
+    /// Builds the setup of `scene`, its particle files read from `files`
+    /// (a folder, or bytes a page fetched) and each body's particles taken
+    /// from `source` (body meshes are named relative to `files`' folder).
+    pub fn from_scene_with_files(
+        scene: &Scene,
+        files: &dyn pellet_formats::scene::SceneFiles,
+        options: SimOptions,
+        source: &mut dyn BodySource,
+    ) -> Result<Self, SimError> {
+        let scene_dir = files.path_of("");
+        let scene_dir = scene_dir.as_path();
         if !scene.bodies.is_empty() && scene.simulation.integrator == Integrator::Rk2 {
             return Err(SimError::Unsupported(
                 "rigid bodies are integrated with velocity Verlet only; set simulation.integrator = \"verlet\"",
@@ -230,7 +249,7 @@ impl SimSetup {
             }
         }
 
-        let inits = scene.free_particles(scene_dir)?;
+        let inits = scene.free_particles_from(files)?;
         if inits.len() >= WALL_ID_BASE as usize {
             return Err(SimError::TooMany {
                 what: "particles",

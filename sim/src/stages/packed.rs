@@ -4,9 +4,10 @@
 //! offer 10, while the largest kernels here use 21).
 //!
 //! Every `array<vec4<f32>>` binding of `common.wgsl` becomes a range of one
-//! arena, every `array<vec4<u32>>` a range of a second, and every
-//! `array<u32>` or `array<atomic<u32>>` a range of a third (bound twice: a
-//! plain and an atomic view of the same buffer). A uniform table gives each
+//! arena, every `array<vec4<u32>>` a range of a second, every `array<u32>`
+//! a range of a third and every `array<atomic<u32>>` a range of a fourth
+//! (WebGPU refuses two writable bindings of one buffer in a dispatch, so
+//! the plain and atomic views cannot share one). A uniform table gives each
 //! range's first element and length. The kernels' code is rewritten, not
 //! edited by hand: `pos[i]` becomes `arena_f4[packing.at[0].z + (i)]`, and
 //! `arrayLength(&x)` the table's length. The arithmetic is untouched, so
@@ -27,9 +28,9 @@ pub const B_LAYOUT: u32 = 90;
 pub const B_ARENA_F4: u32 = 91;
 /// Binding of the `vec4<u32>` arena.
 pub const B_ARENA_U4: u32 = 92;
-/// Binding of the `u32` arena, plain view.
+/// Binding of the `u32` arena.
 pub const B_ARENA_U1: u32 = 93;
-/// Binding of the `u32` arena, atomic view (the same buffer).
+/// Binding of the `atomic<u32>` arena.
 pub const B_ARENA_ATOMIC: u32 = 94;
 /// Entries of the table's `at` and `len` arrays: one per binding number
 /// below this (four per `vec4<u32>`).
@@ -42,8 +43,11 @@ pub enum Arena {
     F4,
     /// `array<vec4<u32>>`.
     U4,
-    /// `array<u32>` and `array<atomic<u32>>`.
+    /// `array<u32>`.
     U1,
+    /// `array<atomic<u32>>` (a buffer of its own: WebGPU refuses two
+    /// writable bindings of one buffer in a dispatch).
+    A1,
 }
 
 impl Arena {
@@ -51,12 +55,12 @@ impl Arena {
     pub fn element_size(self) -> u64 {
         match self {
             Arena::F4 | Arena::U4 => 16,
-            Arena::U1 => 4,
+            Arena::U1 | Arena::A1 => 4,
         }
     }
 
     /// Every arena.
-    pub const ALL: [Arena; 3] = [Arena::F4, Arena::U4, Arena::U1];
+    pub const ALL: [Arena; 4] = [Arena::F4, Arena::U4, Arena::U1, Arena::A1];
 }
 
 /// One storage binding of `common.wgsl` that the packed layout moves into
@@ -71,9 +75,11 @@ pub struct PackedBinding {
     pub atomic: bool,
 }
 
-/// Bindings kept out of the arenas whatever their type (indirect dispatch
-/// arguments).
-const UNPACKED_NAMES: [&str; 1] = ["dispatch_args"];
+/// Bindings kept out of the arenas whatever their type: the indirect
+/// dispatch arguments, and the prefix sum's three arrays, which each level
+/// binds to another array (a range of an arena, or a buffer of its own), so
+/// that a plain view never shares a dispatch with the atomic arena it reads.
+const UNPACKED_NAMES: [&str; 4] = ["dispatch_args", "scan_in", "scan_out", "scan_sums"];
 
 /// The storage bindings of `common` the packed layout moves into arenas,
 /// by variable name.
@@ -90,7 +96,7 @@ pub fn packed_bindings(common: &str) -> BTreeMap<String, PackedBinding> {
             "vec4<f32>" => (Arena::F4, false),
             "vec4<u32>" => (Arena::U4, false),
             "u32" => (Arena::U1, false),
-            "atomic<u32>" => (Arena::U1, true),
+            "atomic<u32>" => (Arena::A1, true),
             _ => continue,
         };
         out.insert(
@@ -124,11 +130,11 @@ fn entry(field: &str, b: u32) -> String {
 }
 
 fn arena_name(p: &PackedBinding) -> &'static str {
-    match (p.arena, p.atomic) {
-        (Arena::F4, _) => "arena_f4",
-        (Arena::U4, _) => "arena_u4",
-        (Arena::U1, false) => "arena_u1",
-        (Arena::U1, true) => "arena_atomic",
+    match p.arena {
+        Arena::F4 => "arena_f4",
+        Arena::U4 => "arena_u4",
+        Arena::U1 => "arena_u1",
+        Arena::A1 => "arena_atomic",
     }
 }
 
@@ -281,9 +287,14 @@ mod tests {
     fn indexing_and_lengths_read_through_the_table() {
         let common = "@group(0) @binding(2) var<storage, read_write> pos: array<vec4<f32>>;\n\
                       @group(0) @binding(13) var<storage, read_write> cell_count: array<atomic<u32>>;\n\
+                      @group(0) @binding(29) var<storage, read_write> scan_in: array<u32>;\n\
                       @group(0) @binding(56) var<storage, read_write> dispatch_args: array<u32>;\n";
         let packed = packed_bindings(common);
-        assert_eq!(packed.len(), 2, "dispatch_args stays a buffer of its own");
+        assert_eq!(
+            packed.len(),
+            2,
+            "dispatch_args and scan_in stay bindings of their own"
+        );
         let src = format!(
             "{common}fn f(i: u32) -> f32 {{\n    let n = arrayLength(&pos);\n    \
              atomicAdd(&cell_count[u32(pos[i + pos_i[2]].x)], 1u); // pos[i]\n    \

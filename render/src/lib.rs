@@ -10,9 +10,9 @@ use bytemuck::{Pod, Zeroable};
 use pellet_gpu::wgpu::util::DeviceExt;
 use pellet_gpu::{Gpu, GpuError, wgpu};
 
-use crate::sim::SimError;
-use crate::sim::gpu::{GpuSim, SimBuffer};
-use crate::sim::setup::SimSetup;
+use pellet_sim::SimError;
+use pellet_sim::gpu::{GpuSim, SimBuffer};
+use pellet_sim::setup::SimSetup;
 
 pub mod camera;
 
@@ -420,7 +420,7 @@ impl FrameRenderer {
     /// wgpu validation error scope; on any error the old pipelines stay and
     /// the error (naga's report, with the line) is returned.
     pub fn reload_shader(&mut self, source: &str) -> Result<(), SimError> {
-        crate::sim::gpu::validate_wgsl("spheres.wgsl", source)?;
+        pellet_sim::gpu::validate_wgsl("spheres.wgsl", source)?;
         let device = &self.gpu.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let (spheres, planes) = build_pipelines(device, &self.pipeline_layout, self.format, source);

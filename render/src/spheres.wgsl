@@ -155,6 +155,6 @@ fn fs_plane(in: PlaneOut) -> @location(0) vec4<f32> {
     let shade = 0.45 + 0.4 * abs(dot(normalize(in.normal), l));
     // A faint 10 cm grid.
     let g = abs(fract(in.world * 10.0) - 0.5);
-    let line = select(1.0, 0.85, min(g.x, g.z) < 0.02 || min(g.x, g.y) < 0.02 && in.normal.y < 0.5);
+    let line = select(1.0, 0.85, min(g.x, g.z) < 0.02 || (min(g.x, g.y) < 0.02 && in.normal.y < 0.5));
     return vec4<f32>(in.colour * shade * line, 1.0);
 }
