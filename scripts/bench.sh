@@ -13,4 +13,9 @@ if ! command -v liggghts >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends liggghts >/dev/null \
     || echo "bench: could not install liggghts; its rows will say so" >&2
 fi
+# The browser player's site and its driver (the "browser player" rows).
+if [ -z "${PELLET_BENCH_NO_WEB:-}" ]; then
+  bash scripts/web.sh assets/scenes/ballpit.toml target/web-site >/dev/null
+  (cd web/tests && npm ci --no-audit --no-fund --silent)
+fi
 cargo run --release --locked -p pellet-bench -- "$@"

@@ -112,6 +112,9 @@ fn main() -> anyhow::Result<()> {
     if wanted("serving") {
         rows.extend(cases::serving::run(samples, cli.quick));
     }
+    if wanted("browser player") {
+        rows.extend(cases::web::run(samples, cli.quick));
+    }
     if cli.filter.is_some() {
         // Keep the groups this run skipped from the previous results.
         let kept = previous_rows(&cli.json)

@@ -8,9 +8,8 @@
 // native GPU path's positions after STEPS steps (x, y, z, r per particle in
 // id order: `cargo run -p pellet-web --example native_positions`). Prints one
 // line per check and a JSON line of timings; exits non-zero on a failure.
-import { chromium } from "playwright-core";
+import { launch, serve, status, waitFor } from "./common.mjs";
 import fs from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import zlib from "node:zlib";
@@ -21,25 +20,6 @@ if (!site || !nativeFile || !stepsArg) {
   process.exit(2);
 }
 const steps = Number(stepsArg);
-const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
-
-const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".pellet": "application/octet-stream" };
-
-/** A static server for `root` on a free port. */
-function serve(root) {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, "http://localhost");
-    const file = path.join(root, decodeURIComponent(url.pathname));
-    if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
-      res.writeHead(404);
-      res.end("not found");
-      return;
-    }
-    res.writeHead(200, { "content-type": types[path.extname(file)] || "application/octet-stream" });
-    fs.createReadStream(file).pipe(res);
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
 
 /** The pixels of a PNG (8-bit RGB or RGBA, not interlaced). */
 function decodePng(buf) {
@@ -78,35 +58,7 @@ function decodePng(buf) {
   return { width, height, bpp, pixels: out };
 }
 
-/** The page's status JSON (its last line). */
-async function status(page) {
-  const text = await page.textContent("#status");
-  const last = text.trim().split("\n").pop();
-  // Before the module runs, the page says only "loading…".
-  try { return JSON.parse(last); } catch { return { step: 0, particles: 0, error: null, playing: false }; }
-}
-
-async function waitFor(page, what, test, seconds) {
-  const end = Date.now() + seconds * 1000;
-  for (;;) {
-    const s = await status(page);
-    if (test(s)) return s;
-    if (s.error) throw new Error(`${what}: the page says: ${s.error}`);
-    if (Date.now() > end) throw new Error(`${what}: not within ${seconds} s; status ${JSON.stringify(s)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const browser = await chromium.launch({
-  executablePath: chromiumPath,
-  headless: true,
-  // WebGPU on SwiftShader through Vulkan: with --disable-gpu, or GL, the
-  // canvas has no shared-image path and Chromium destroys the device.
-  args: ["--no-sandbox", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader",
-    "--use-angle=vulkan"],
-});
+const browser = await launch();
 let failed = 0;
 const check = async (name, f) => {
   try { const note = await f(); console.log(`ok   ${name}${note ? ": " + note : ""}`); }

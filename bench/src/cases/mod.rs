@@ -11,3 +11,4 @@ pub mod peers;
 pub mod render;
 pub mod serving;
 pub mod sim;
+pub mod web;
