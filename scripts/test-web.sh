@@ -14,10 +14,13 @@ target=$(cargo metadata --format-version 1 --no-deps \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 site="$target/web-site"
 BAKE_PROFILE=dev bash scripts/web.sh assets/scenes/ballpit.toml "$site"
+# A second folder beside it, with rigid bodies baked from a mesh, for ?scene=.
+rm -rf "$site/pile"
+cargo run --locked -q -p pellet-bake --bin bake -- scene assets/scenes/pile.toml -o "$site/pile"
 cargo run --locked -q -p pellet-web --example native_positions -- "$site/scene" "$steps" \
   > "$target/web-native-positions.json"
 # The wasm-side units in wasm32 (wasm-bindgen-test-runner, in Node.js).
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --locked -q -p pellet-web --target wasm32-unknown-unknown --test wasm
+  cargo test --locked -p pellet-web --target wasm32-unknown-unknown --test wasm
 (cd web/tests && npm ci --no-audit --no-fund --silent)
 node web/tests/browser.mjs "$site" "$target/web-native-positions.json" "$steps" "$target/web-screenshot.png"

@@ -470,7 +470,7 @@ async fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// Wires the panel: play/pause, steps per frame, gravity.
+/// Wires the panel: play/pause, steps per frame, gravity, time step.
 fn panel(app: &Rc<RefCell<App>>, steps: u32) {
     let listen = |id: &str, event: &str, f: Box<dyn FnMut(web_sys::Event)>| {
         if let Some(el) = element::<HtmlElement>(id) {
@@ -517,6 +517,25 @@ fn panel(app: &Rc<RefCell<App>>, steps: u32) {
                 let mut app = a.borrow_mut();
                 let mut params = app.sim.params;
                 params.gravity[1] = -g;
+                let pairs = app.setup.pairs.clone();
+                app.sim.update_parameters(&params, &pairs);
+            }
+        }),
+    );
+    // A fraction of the scene's own (stable) time step: smaller is slower
+    // and smoother, never larger.
+    let a = app.clone();
+    listen(
+        "dt",
+        "input",
+        Box::new(move |_| {
+            if let Some(k) = element::<HtmlInputElement>("dt")
+                .and_then(|i| i.value().parse::<f64>().ok())
+                .filter(|k| *k > 0.0 && *k <= 1.0)
+            {
+                let mut app = a.borrow_mut();
+                let mut params = app.sim.params;
+                params.dt = (app.setup.dt * k) as f32;
                 let pairs = app.setup.pairs.clone();
                 app.sim.update_parameters(&params, &pairs);
             }

@@ -121,6 +121,15 @@ try {
     await p.close();
     return `${got.length / 4} particles after ${steps} steps, largest difference ${worst} m`;
   });
+  await check("?scene= plays another served folder (rigid bodies baked from a mesh)", async () => {
+    if (!fs.existsSync(path.join(root, "pile", "manifest.pellet"))) throw new Error("no pile/ folder in the site");
+    const p = await browser.newPage({ viewport: { width: 640, height: 400 } });
+    await p.goto(`${base}/index.html?scene=pile/&steps=5`);
+    const s = await waitFor(p, "the pile", (s) => s.step >= 10, 300);
+    if (s.scene !== "pile/" || s.particles === 4096 || s.particles === 0) throw new Error(JSON.stringify(s));
+    await p.close();
+    return `${s.particles} particles in rigid bodies, step ${s.step}`;
+  });
   await check("a tampered object is refused in the status line", async () => {
     const copy = fs.mkdtempSync(path.join(os.tmpdir(), "pellet-tampered-"));
     fs.cpSync(root, copy, { recursive: true });
