@@ -17,6 +17,30 @@ pub struct Timing {
     pub samples: usize,
 }
 
+impl Timing {
+    /// The statistics of `seconds` (samples in any order); `None` when empty.
+    pub fn of(seconds: &[f64]) -> Option<Self> {
+        let mut v = seconds.to_vec();
+        v.sort_by(f64::total_cmp);
+        Some(Self {
+            median_s: *v.get(v.len() / 2)?,
+            min_s: v[0],
+            max_s: v[v.len() - 1],
+            samples: v.len(),
+        })
+    }
+
+    /// Every figure times `k` (per-step from per-run, or the reverse).
+    pub fn scaled(&self, k: f64) -> Self {
+        Self {
+            median_s: self.median_s * k,
+            min_s: self.min_s * k,
+            max_s: self.max_s * k,
+            samples: self.samples,
+        }
+    }
+}
+
 /// Runs `f` once to warm up, then `samples` times (at least 3), and
 /// returns the timing statistics.
 pub fn time<T>(samples: usize, mut f: impl FnMut() -> T) -> Timing {

@@ -299,6 +299,26 @@ pub struct NnsReport {
     pub block_list: Vec<BlockReport>,
 }
 
+impl NnsReport {
+    /// How the points were shared, in one sentence: each processor's
+    /// points, blocks, rate and idle time (`player nns --report` and the
+    /// benchmark rows print it).
+    pub fn split(&self) -> String {
+        let (g, c) = (&self.gpu, &self.cpu);
+        format!(
+            "GPU {} points in {} blocks at {:.2} M/s (idle {:.2} s), CPU threads {} points ({} whole blocks) at {:.2} M/s (idle {:.2} s)",
+            g.points,
+            g.blocks,
+            g.rate / 1e6,
+            g.idle_s,
+            c.points,
+            c.blocks,
+            c.rate / 1e6,
+            c.idle_s
+        )
+    }
+}
+
 /// Finds every point's neighbours within `options.radius`: on `gpu` in
 /// blocks that fit `options.device_budget` with CPU threads alongside, or
 /// on CPU threads only when `gpu` is `None`. `table` is the overlap table

@@ -162,15 +162,8 @@ pub fn nns_report(out: &mut impl Write, report: &NnsReport) -> io::Result<()> {
     if report.backend == "gpu" {
         writeln!(
             out,
-            "split        {} points on the GPU ({} blocks, {:.2} M/s, idle {:.3} s), {} on CPU threads ({} whole blocks, {:.2} M/s, idle {:.3} s over threads); schedule {}",
-            report.gpu.points,
-            report.gpu.blocks,
-            report.gpu.rate / 1e6,
-            report.gpu.idle_s,
-            report.cpu.points,
-            report.cpu.blocks,
-            report.cpu.rate / 1e6,
-            report.cpu.idle_s,
+            "split        {}; schedule {}",
+            report.split(),
             report.schedule
         )?;
         if !report.decision.is_empty() {

@@ -20,6 +20,7 @@ use pellet_gpu::readback::PendingRead;
 use pellet_gpu::{Gpu, wgpu};
 use pellet_render::{Camera, ColourMode, FrameRenderer};
 use pellet_sim::gpu::{GpuSim, SimBuffer};
+use pellet_sim::stages::common::Params;
 use pellet_sim::{Counter, SimSetup};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -506,41 +507,31 @@ fn panel(app: &Rc<RefCell<App>>, steps: u32) {
             }
         }),
     );
-    let a = app.clone();
-    listen(
-        "gravity",
-        "input",
-        Box::new(move |_| {
-            if let Some(g) =
-                element::<HtmlInputElement>("gravity").and_then(|i| i.value().parse::<f32>().ok())
-            {
-                let mut app = a.borrow_mut();
-                let mut params = app.sim.params;
-                params.gravity[1] = -g;
-                let pairs = app.setup.pairs.clone();
-                app.sim.update_parameters(&params, &pairs);
-            }
-        }),
-    );
+    // Live parameters: a slider's value applied to the simulation at once.
+    let live = |id: &'static str, apply: fn(&mut Params, &SimSetup, f64)| {
+        let a = app.clone();
+        listen(
+            id,
+            "input",
+            Box::new(move |_| {
+                if let Some(v) =
+                    element::<HtmlInputElement>(id).and_then(|i| i.value().parse().ok())
+                {
+                    let mut app = a.borrow_mut();
+                    let mut params = app.sim.params;
+                    apply(&mut params, &app.setup, v);
+                    let pairs = app.setup.pairs.clone();
+                    app.sim.update_parameters(&params, &pairs);
+                }
+            }),
+        );
+    };
+    live("gravity", |p, _, g| p.gravity[1] = -g as f32);
     // A fraction of the scene's own (stable) time step: smaller is slower
     // and smoother, never larger.
-    let a = app.clone();
-    listen(
-        "dt",
-        "input",
-        Box::new(move |_| {
-            if let Some(k) = element::<HtmlInputElement>("dt")
-                .and_then(|i| i.value().parse::<f64>().ok())
-                .filter(|k| *k > 0.0 && *k <= 1.0)
-            {
-                let mut app = a.borrow_mut();
-                let mut params = app.sim.params;
-                params.dt = (app.setup.dt * k) as f32;
-                let pairs = app.setup.pairs.clone();
-                app.sim.update_parameters(&params, &pairs);
-            }
-        }),
-    );
+    live("dt", |p, setup, k| {
+        p.dt = (setup.dt * k.clamp(0.05, 1.0)) as f32;
+    });
 }
 
 /// Orbit (drag), pan (right or shift drag, two fingers), zoom (wheel, pinch).

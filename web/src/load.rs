@@ -153,7 +153,8 @@ pub async fn load_baked<F: Fetch>(fetch: &F, base: &str) -> Result<Loaded, LoadE
             url: base.to_owned(),
             what,
         })?;
-    let mut files = MemoryFiles::default();
+    // Each object once (a body may be used by several entries), hash-checked
+    // before anything decodes it.
     let mut fetched: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut bodies = Vec::new();
     for (hash, kind) in &needed {
@@ -171,14 +172,23 @@ pub async fn load_baked<F: Fetch>(fetch: &F, base: &str) -> Result<Loaded, LoadE
             }
             fetched.insert(hash.clone(), bytes);
         }
-        let bytes = &fetched[hash];
-        match kind {
-            AssetKind::ParticleBody => {
-                bodies.push(decode_object(Path::new(&url), hash, bytes, &limits)?);
-            }
-            _ => {
-                files.0.insert(format!("{hash}.pellet"), bytes.clone());
-            }
+        if *kind == AssetKind::ParticleBody {
+            bodies.push(decode_object(
+                Path::new(&url),
+                hash,
+                &fetched[hash],
+                &limits,
+            )?);
+        }
+    }
+    let objects = 2 + fetched.len();
+    // The particle files move to the setup's reader (no copy).
+    let mut files = MemoryFiles::default();
+    for (hash, kind) in &needed {
+        if *kind != AssetKind::ParticleBody
+            && let Some(bytes) = fetched.remove(hash)
+        {
+            files.0.insert(format!("{hash}.pellet"), bytes);
         }
     }
     let setup = SimSetup::from_scene_with_files(
@@ -192,7 +202,7 @@ pub async fn load_baked<F: Fetch>(fetch: &F, base: &str) -> Result<Loaded, LoadE
     Ok(Loaded {
         name: baked.scene.name.clone(),
         setup,
-        objects: 2 + fetched.len(),
+        objects,
         bytes: bytes_total,
     })
 }

@@ -19,16 +19,6 @@ use pellet_sim::{GridMode, SimSetup, Simulation};
 
 use crate::harness::{Row, Timing};
 
-fn timing(mut runs: Vec<f64>) -> Timing {
-    runs.sort_by(f64::total_cmp);
-    Timing {
-        median_s: runs[runs.len() / 2],
-        min_s: runs[0],
-        max_s: runs[runs.len() - 1],
-        samples: runs.len(),
-    }
-}
-
 /// Wall time of `steps` steps after one untimed step, `samples` fresh runs.
 fn pellet(
     setup: &SimSetup,
@@ -54,7 +44,7 @@ fn pellet(
         sim.stats()?;
         runs.push(start.elapsed().as_secs_f64());
     }
-    Ok(timing(runs))
+    Ok(Timing::of(&runs).expect("at least one run"))
 }
 
 /// The same particles with no bodies: every body particle free, with the
@@ -193,7 +183,7 @@ fn rapier(setup: &SimSetup, steps: u32, samples: usize) -> Timing {
         }
         runs.push(start.elapsed().as_secs_f64());
     }
-    timing(runs)
+    Timing::of(&runs).expect("at least one run")
 }
 
 /// Rows for `bunnies.toml` and (unless `quick`) `avalanche.toml`.

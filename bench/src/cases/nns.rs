@@ -51,24 +51,12 @@ fn scipy(points: &[[f32; 3]], radius: f32, repeats: usize) -> Result<(Timing, u6
             .to_owned());
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
-    let mut s: Vec<f64> = v["seconds"]
+    let s: Vec<f64> = v["seconds"]
         .as_array()
         .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
         .unwrap_or_default();
-    if s.is_empty() {
-        return Err("no timings".into());
-    }
-    s.sort_by(f64::total_cmp);
     let neighbours = v["neighbours"].as_u64().unwrap_or(0);
-    Ok((
-        Timing {
-            median_s: s[s.len() / 2],
-            min_s: s[0],
-            max_s: s[s.len() - 1],
-            samples: s.len(),
-        },
-        neighbours,
-    ))
+    Ok((Timing::of(&s).ok_or("no timings")?, neighbours))
 }
 
 /// kiddo: an immutable k-d tree built and queried on all cores (rayon).
@@ -257,15 +245,8 @@ fn one_size(
         };
         let share = if v.gpu {
             format!(
-                "; GPU {} points in {} blocks at {:.2} M/s (idle {:.2} s), CPU threads {} points ({} whole blocks) at {:.2} M/s (idle {:.2} s); {}",
-                report.gpu.points,
-                report.gpu.blocks,
-                report.gpu.rate / 1e6,
-                report.gpu.idle_s,
-                report.cpu.points,
-                report.cpu.blocks,
-                report.cpu.rate / 1e6,
-                report.cpu.idle_s,
+                "; {}; {}",
+                report.split(),
                 if report.decision.is_empty() {
                     "schedule as asked".into()
                 } else {

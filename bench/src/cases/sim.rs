@@ -94,14 +94,8 @@ fn pellet_within(
             rebuilds_per_1000: (stats.rebuilds - built) as f64 * 1000.0 / f64::from(steps.max(1)),
         };
     }
-    runs.sort_by(f64::total_cmp);
     Ok((
-        Timing {
-            median_s: runs[runs.len() / 2],
-            min_s: runs[0],
-            max_s: runs[runs.len() - 1],
-            samples: runs.len(),
-        },
+        Timing::of(&runs).ok_or_else(|| anyhow::anyhow!("no samples"))?,
         info,
     ))
 }
@@ -144,13 +138,7 @@ pub(crate) fn liggghts_deck(
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
         runs.push(v["seconds"].as_f64()?);
     }
-    runs.sort_by(f64::total_cmp);
-    Some(Timing {
-        median_s: runs[runs.len() / 2],
-        min_s: runs[0],
-        max_s: runs[runs.len() - 1],
-        samples: runs.len(),
-    })
+    Timing::of(&runs)
 }
 
 /// Copy bandwidth (bytes read + written per second) over 256 MiB, all threads.
@@ -341,13 +329,8 @@ fn ball_pit(rows: &mut Vec<Row>, gpu: Option<&Arc<Gpu>>, samples: usize, quick: 
         return;
     };
     let ms = |t: &Timing, k: u32| t.median_s * 1e3 / f64::from(k);
-    let gpu_timing = on_gpu.and_then(Result::ok).map(|(t, _)| Timing {
-        // Scaled to the same number of steps as the CPU run.
-        median_s: t.median_s * 10.0,
-        min_s: t.min_s * 10.0,
-        max_s: t.max_s * 10.0,
-        samples: t.samples,
-    });
+    // Scaled to the same number of steps as the CPU run.
+    let gpu_timing = on_gpu.and_then(Result::ok).map(|(t, _)| t.scaled(10.0));
     rows.push(Row {
         group: "particle simulation",
         name: "ball pit, CPU backend vs GPU path".into(),

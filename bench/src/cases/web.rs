@@ -17,21 +17,6 @@ use crate::harness::{Row, Timing, time};
 
 const GROUP: &str = "browser player";
 
-/// Timing of `values` (seconds), as the harness reports samples.
-fn timing(values: &[f64]) -> Option<Timing> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    Some(Timing {
-        median_s: v[v.len() / 2],
-        min_s: v[0],
-        max_s: v[v.len() - 1],
-        samples: v.len(),
-    })
-}
-
 /// The site `scripts/bench.sh` builds.
 fn site() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/web-site")
@@ -57,12 +42,7 @@ fn native_step_s(
             failed |= sim.advance(10).is_err();
         }
     });
-    (!failed).then_some(Timing {
-        median_s: t.median_s / f64::from(steps),
-        min_s: t.min_s / f64::from(steps),
-        max_s: t.max_s / f64::from(steps),
-        samples: t.samples,
-    })
+    (!failed).then(|| t.scaled(1.0 / f64::from(steps)))
 }
 
 pub fn run(samples: usize, quick: bool) -> Vec<Row> {
@@ -112,7 +92,7 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             .map(|x| x * scale)
             .collect()
     };
-    let browser_step = timing(&list("ms_per_step", 1e-3));
+    let browser_step = Timing::of(&list("ms_per_step", 1e-3));
     let browser_adapter = parsed
         .as_ref()
         .and_then(|v| v["adapter"].as_str().map(str::to_owned))
@@ -141,7 +121,7 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             "bench: browser player not measured: {why} (site: bash scripts/web.sh assets/scenes/ballpit.toml target/web-site)"
         );
     }
-    if let Some(load) = timing(&list("load_s", 1.0)) {
+    if let Some(load) = Timing::of(&list("load_s", 1.0)) {
         rows.push(Row {
             group: GROUP,
             name: "cold page load to the first step".into(),

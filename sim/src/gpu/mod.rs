@@ -457,19 +457,19 @@ impl GpuSim {
         };
         // Every slot that was moved, whatever binding names it (the prefix
         // sums bind the arenas' ranges through bindings of their own).
-        let remap = |_: u32, slot: &mut Slot| {
+        let remap = |slot: &mut Slot| {
             if let Some(new) = moved.get(&(slot.buffer.clone(), slot.offset)) {
                 *slot = new.clone();
             }
         };
-        for (b, slot) in self.buffers.iter_mut() {
-            remap(*b, slot);
+        for slot in self.buffers.values_mut() {
+            remap(slot);
         }
         {
             let (_, groups) = self.groups_mut();
             for g in groups {
-                for (b, slot) in g.overrides_mut().iter_mut() {
-                    remap(*b, slot);
+                for (_, slot) in g.overrides_mut().iter_mut() {
+                    remap(slot);
                 }
             }
         }
