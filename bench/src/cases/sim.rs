@@ -165,7 +165,8 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
     let gpu = Gpu::new(BackendChoice::Auto).ok().map(Arc::new);
     let bandwidth = memory_bandwidth();
     let threads = rayon::current_num_threads();
-    let samples = samples.clamp(3, 3);
+    // Five rounds at most: a round of the 1 M pack takes about a minute.
+    let samples = samples.clamp(3, 5);
     // (pack side, warm-up steps, timed steps CPU, timed steps GPU)
     let cases: &[(u32, u32, u32, u32)] = if quick {
         &[(20, 20, 50, 20)]
@@ -184,58 +185,94 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 "{particles} spheres, simple-cubic touching pack, {warm} warm-up + {steps} steps"
             )
         };
-        // LIGGGHTS is run once per (steps, ranks) and shared by the rows.
-        let mut peers: std::collections::BTreeMap<(u32, u32), Option<Timing>> = Default::default();
         // (row name, timed steps, GPU?, CPU threads, LIGGGHTS ranks to compare with)
         let backends: [(&str, u32, bool, usize, &[u32]); 3] = [
             ("CPU backend, 1 thread", cpu_steps, false, 1, &[1]),
             ("CPU backend", cpu_steps, false, threads, &[1, 2]),
             ("GPU path", gpu_steps, true, threads, &[1, 2]),
         ];
-        for (backend, steps, on_gpu, backend_threads, ranks) in backends {
-            let gpu_ref = if on_gpu {
-                match &gpu {
-                    Some(g) => Some(g),
-                    None => continue,
-                }
-            } else {
-                None
+        // The backends this machine runs: the GPU path needs an adapter, and
+        // on one core the 1-thread row is the next row's run.
+        let runs_here =
+            |&(backend, _, on_gpu, backend_threads, _): &(&str, u32, bool, usize, &[u32])| {
+                !(on_gpu && gpu.is_none()
+                    || backend_threads == threads && !on_gpu && backend.contains("1 thread"))
             };
-            if backend_threads == threads && !on_gpu && backend.contains("1 thread") {
-                continue; // a one-core machine: the next row is the same run
+        // Every Pellet run and every LIGGGHTS run (one per timed steps and
+        // ranks, shared by the rows) takes one sample per round, round after
+        // round, so a slow spell of this shared machine falls on both sides
+        // of a ratio instead of on one.
+        let mut pellet_runs: Vec<Option<Vec<f64>>> = backends
+            .iter()
+            .map(|b| runs_here(b).then(Vec::new))
+            .collect();
+        let mut infos = vec![RunInfo::default(); backends.len()];
+        let mut peer_runs: std::collections::BTreeMap<(u32, u32), Option<Vec<f64>>> =
+            Default::default();
+        for b in backends.iter().filter(|b| runs_here(b)) {
+            for &procs in b.4 {
+                peer_runs.insert((b.1, procs), Some(Vec::new()));
             }
-            eprintln!("bench: sim {backend}, {particles} particles");
-            let run = || pellet(&scene, gpu_ref, warm, steps, samples);
-            let result = match rayon::ThreadPoolBuilder::new()
-                .num_threads(backend_threads)
-                .build()
-            {
-                Ok(pool) => pool.install(run),
-                Err(e) => Err(e.into()),
-            };
-            let (timing, info) = match result {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("bench: sim {backend} failed: {e}");
+        }
+        for round in 0..samples {
+            for (k, &(backend, steps, on_gpu, backend_threads, _)) in backends.iter().enumerate() {
+                let Some(runs) = &mut pellet_runs[k] else {
                     continue;
+                };
+                let gpu_ref = if on_gpu { gpu.as_ref() } else { None };
+                eprintln!(
+                    "bench: sim {backend}, {particles} particles (round {} of {samples})",
+                    round + 1
+                );
+                let run = || pellet(&scene, gpu_ref, warm, steps, 1);
+                let result = match rayon::ThreadPoolBuilder::new()
+                    .num_threads(backend_threads)
+                    .build()
+                {
+                    Ok(pool) => pool.install(run),
+                    Err(e) => Err(e.into()),
+                };
+                match result {
+                    Ok((timing, info)) => {
+                        runs.push(timing.median_s);
+                        infos[k] = info;
+                    }
+                    Err(e) => {
+                        eprintln!("bench: sim {backend} failed: {e}");
+                        pellet_runs[k] = None;
+                    }
                 }
+            }
+            for (&(steps, procs), runs) in &mut peer_runs {
+                let Some(v) = runs else { continue };
+                eprintln!(
+                    "bench: LIGGGHTS on {procs} rank(s), {particles} particles, {steps} steps (round {} of {samples})",
+                    round + 1
+                );
+                match liggghts(n, warm, steps, procs, 1) {
+                    Some(t) => v.push(t.median_s),
+                    None => *runs = None,
+                }
+            }
+        }
+        for (k, &(backend, steps, on_gpu, backend_threads, ranks)) in backends.iter().enumerate() {
+            let Some(timing) = pellet_runs[k].as_deref().and_then(Timing::of) else {
+                continue;
             };
+            let info = infos[k];
             let rate = particles as f64 * f64::from(steps) / timing.median_s;
             for &procs in ranks {
-                let peer = peers
-                    .entry((steps, procs))
-                    .or_insert_with(|| {
-                        eprintln!("bench: LIGGGHTS on {procs} rank(s), {particles} particles");
-                        liggghts(n, warm, steps, procs, samples)
-                    })
-                    .clone();
+                let peer = peer_runs
+                    .get(&(steps, procs))
+                    .and_then(|r| r.as_deref())
+                    .and_then(Timing::of);
                 let peer_rate = peer
                     .as_ref()
                     .map(|p| particles as f64 * f64::from(steps) / p.median_s);
                 let mut notes = format!(
                     "Pellet {:.2} M particle-steps/s on {}",
                     rate / 1e6,
-                    if gpu_ref.is_some() {
+                    if on_gpu {
                         gpu.as_ref().map_or("GPU".into(), |g| g.report.name.clone())
                     } else {
                         format!(
@@ -248,7 +285,7 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 if let Some(r) = peer_rate {
                     notes += &format!("; LIGGGHTS {:.2} M/s on {procs} rank(s)", r / 1e6);
                 }
-                if gpu_ref.is_none() {
+                if !on_gpu {
                     notes += &format!(
                         "; {:.1} neighbour-list builds per 1000 steps; streams ~{CPU_BYTES_PER_PARTICLE_STEP:.0} B/particle-step: {:.1} GB/s of {:.1} GB/s measured copy bandwidth",
                         info.rebuilds_per_1000,
@@ -256,6 +293,10 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                         bandwidth / 1e9
                     );
                 }
+                notes += &format!(
+                    "; {} rounds, Pellet and LIGGGHTS samples interleaved",
+                    timing.samples
+                );
                 rows.push(Row {
                     group: "particle simulation",
                     name: format!(

@@ -123,6 +123,9 @@ pub(super) struct VerletUpdate {
     pub close: bool,
     /// Start the next step with a half kick and a drift.
     pub open: bool,
+    /// Every particle is free (no bodies, no scenery): `meta` is read only
+    /// for the id of a particle that went wrong, not streamed.
+    pub all_free: bool,
 }
 
 impl VerletUpdate {
@@ -142,10 +145,10 @@ impl VerletUpdate {
         let (h, dt) = (self.h, self.dt);
         let mut acc = Found::NONE;
         for i in 0..x.len() {
-            let m = &meta[i];
-            if m[2] != FREE {
+            if !self.all_free && meta[i][2] != FREE {
                 continue;
             }
+            let m = &meta[i];
             let (x, v, w) = (&mut x[i], &mut v[i], &mut w[i]);
             if self.close && self.open {
                 // One check after both kicks and the drift; only when it
@@ -210,6 +213,7 @@ impl PairListSim {
             limits: EscapeLimits::new(&self.params),
             close,
             open,
+            all_free: self.all_free,
         }
     }
 

@@ -89,6 +89,8 @@ pub struct PairListSim {
     x_ref: Vec<[f32; 3]>,
     /// Largest squared displacement from `x_ref` seen since the last build, m^2.
     max_disp2: f32,
+    /// Whether every particle is free (no body or scenery particles).
+    all_free: bool,
     /// RK2 start-of-step copies.
     pos0: Vec<[f32; 4]>,
     vel0: Vec<[f32; 4]>,
@@ -118,6 +120,7 @@ impl PairListSim {
             rebuilds: 0,
             x_ref: Vec::new(),
             max_disp2: f32::INFINITY,
+            all_free: setup.particles.meta.iter().all(|m| m[2] == crate::setup::FREE),
             pos0: Vec::new(),
             vel0: Vec::new(),
             angvel0: Vec::new(),
