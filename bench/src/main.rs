@@ -73,6 +73,9 @@ fn group_order(group: &str) -> usize {
 }
 
 fn main() -> anyhow::Result<()> {
+    // The same allocation policy as the binaries it measures (and the peers
+    // run in this process, kiddo and rapier, with it too).
+    pellet_cli::keep_freed_memory();
     let cli = Cli::parse();
     if cli.validate {
         return validate::run(&cli.validation_out);

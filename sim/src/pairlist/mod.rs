@@ -120,7 +120,11 @@ impl PairListSim {
             rebuilds: 0,
             x_ref: Vec::new(),
             max_disp2: f32::INFINITY,
-            all_free: setup.particles.meta.iter().all(|m| m[2] == crate::setup::FREE),
+            all_free: setup
+                .particles
+                .meta
+                .iter()
+                .all(|m| m[2] == crate::setup::FREE),
             pos0: Vec::new(),
             vel0: Vec::new(),
             angvel0: Vec::new(),
