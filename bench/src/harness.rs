@@ -1,6 +1,6 @@
 //! Timing: run a closure repeatedly, keep every sample, report the median.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -45,21 +45,14 @@ impl Timing {
 /// returns the timing statistics.
 pub fn time<T>(samples: usize, mut f: impl FnMut() -> T) -> Timing {
     std::hint::black_box(f());
-    let samples = samples.max(3);
-    let mut times: Vec<Duration> = (0..samples)
+    let seconds: Vec<f64> = (0..samples.max(3))
         .map(|_| {
             let start = Instant::now();
             std::hint::black_box(f());
-            start.elapsed()
+            start.elapsed().as_secs_f64()
         })
         .collect();
-    times.sort();
-    Timing {
-        median_s: times[samples / 2].as_secs_f64(),
-        min_s: times[0].as_secs_f64(),
-        max_s: times[samples - 1].as_secs_f64(),
-        samples,
-    }
+    Timing::of(&seconds).expect("at least three samples")
 }
 
 /// One row of the results table: Pellet against a peer on the same work.

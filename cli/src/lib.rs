@@ -53,8 +53,9 @@ pub fn start() {
 /// simulation free and allocate arrays of hundreds of megabytes phase after
 /// phase; a page the kernel hands out again must be faulted in and zeroed,
 /// which on the virtual machines we measure on runs at about 1 GB/s and
-/// varies several-fold from run to run (`player nns` on 10 M points: 1.3 s
-/// with this against 2.0-4.8 s without). The price: the process keeps its
+/// varies several-fold from run to run (`player nns` on 10 M points, runs
+/// alternating: 1.6-1.9 s with this against 2.2-3.0 s without; docs/nns.md
+/// gives the command). The price: the process keeps its
 /// peak heap until it exits. `PELLET_RETURN_MEMORY=1` in the environment
 /// keeps glibc's default. Call first thing in `main`, before any thread
 /// exists.
