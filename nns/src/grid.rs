@@ -117,11 +117,15 @@ impl CellGrid {
         let total = dims.iter().map(|&d| d as usize).product::<usize>();
         let layer = dims[0] as usize * dims[1] as usize;
         let chunk = n_points.div_ceil(threads).max(1);
-        let index_of = |p: &[f32; 3]| -> u32 {
+        // A point's cell and its layer (z).
+        let index_of = |p: &[f32; 3]| -> (u32, usize) {
             let c: [usize; 3] = std::array::from_fn(|k| {
                 (((f64::from(p[k]) - lo[k]) / cell) as usize).min(dims[k] as usize - 1)
             });
-            (c[0] + dims[0] as usize * (c[1] + dims[1] as usize * c[2])) as u32
+            (
+                (c[0] + dims[0] as usize * (c[1] + dims[1] as usize * c[2])) as u32,
+                c[2],
+            )
         };
         // Each point's cell, and points per layer of cells, in parallel.
         let n = points.len();
@@ -134,8 +138,9 @@ impl CellGrid {
                     scope.spawn(move || {
                         let mut layers = vec![0u32; dims[2] as usize];
                         for (p, c) in mine.iter().zip(out) {
-                            *c = index_of(p);
-                            layers[*c as usize / layer] += 1;
+                            let (cell, z) = index_of(p);
+                            *c = cell;
+                            layers[z] += 1;
                         }
                         layers
                     })

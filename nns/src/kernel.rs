@@ -63,17 +63,21 @@ impl Sink {
         }
     }
 
-    /// The next [`SINK_ROOM`] slots (reserved before: panics otherwise);
-    /// call [`Sink::advance`] with how many of them to keep.
+    /// The whole buffer and the count of entries kept: a loop appends
+    /// through [`Lanes::append`] with the count in a local (a register, not
+    /// a store and a reload per step) and hands it back with
+    /// [`Sink::set_len`].
     #[inline(always)]
-    pub fn room(&mut self) -> &mut [u32] {
-        &mut self.buf[self.len..self.len + SINK_ROOM]
+    pub fn parts(&mut self) -> (&mut [u32], usize) {
+        (&mut self.buf, self.len)
     }
 
-    /// Keeps `n` of the slots [`Sink::room`] gave.
+    /// Keeps the first `len` entries of the buffer [`Sink::parts`] gave
+    /// (panics past the buffer).
     #[inline(always)]
-    pub fn advance(&mut self, n: usize) {
-        self.len += n;
+    pub fn set_len(&mut self, len: usize) {
+        assert!(len <= self.buf.len());
+        self.len = len;
     }
 
     /// Appends one entry (reserved before: panics otherwise).
@@ -132,14 +136,19 @@ pub trait Lanes {
     /// Bit `l` set when candidate `at + l` is a neighbour of `p`.
     fn mask(c: Points<'_>, at: usize, p: [f64; 3], eps2: f64) -> u32;
 
-    /// Appends to `out` the entries of `values` (one step of [`LANES`])
-    /// whose bit is set in `m`, in order.
+    /// Writes the entries of `values` (one step of [`LANES`]) whose bit is
+    /// set in `m`, in order, to the start of `room` ([`SINK_ROOM`]
+    /// entries: a vector build may store a whole register), and returns
+    /// how many they are.
     #[inline(always)]
-    fn append(values: &[u32], mut m: u32, out: &mut Sink) {
+    fn append(values: &[u32], mut m: u32, room: &mut [u32]) -> usize {
+        let mut k = 0;
         while m != 0 {
-            out.push(values[m.trailing_zeros() as usize]);
+            room[k] = values[m.trailing_zeros() as usize];
+            k += 1;
             m &= m - 1;
         }
+        k
     }
 }
 
@@ -161,15 +170,17 @@ pub fn scan<L: Lanes>(
     out: &mut Sink,
 ) {
     out.reserve(to.saturating_sub(from) + LANES);
+    let (buf, mut len) = out.parts();
     let mut at = from - from % LANES;
     while at < to {
         let m = L::mask(c, at, p, eps2)
             & keep(to - at)
             & !keep(from.saturating_sub(at))
             & !unit(skip.wrapping_sub(at));
-        L::append(&values[at..at + LANES], m, out);
+        len += L::append(&values[at..at + LANES], m, &mut buf[len..len + SINK_ROOM]);
         at += LANES;
     }
+    out.set_len(len);
 }
 
 /// Bit `d` when `d` is a lane of a step, else nothing.
@@ -518,6 +529,9 @@ pub fn half_shell<L: Lanes>(
                 }
                 pairs.clear();
                 outside.clear();
+                let touches_outside = reaches_out(x, lo[0], hi[0], nx)
+                    || reaches_out(y, lo[1], hi[1], ny)
+                    || reaches_out(z, lo[2], hi[2], nz);
                 let xa = x.saturating_sub(1);
                 let xb = (x + 1).min(nx - 1);
                 // This layer's candidates, then the next layer's.
@@ -545,8 +559,12 @@ pub fn half_shell<L: Lanes>(
                         pairs.push_run(grid, from, to, Some(local));
                     }
                 }
-                // Points outside the box, in all 26 directions.
+                // Points outside the box, in all 26 directions (none when
+                // the cells around lie in the box or off the grid).
                 for dz in -1i32..=1 {
+                    if !touches_outside {
+                        break;
+                    }
                     let zz = z as i32 + dz;
                     if zz < 0 || zz >= nz as i32 {
                         continue;
@@ -626,6 +644,13 @@ pub fn half_shell<L: Lanes>(
     out.own = own.into_vec();
     out.edges = edges.into_vec();
     out
+}
+
+/// Whether cell `c` of a box `lo..hi` along one axis of `n` cells has a
+/// neighbouring cell outside the box but on the grid.
+#[inline(always)]
+fn reaches_out(c: u32, lo: u32, hi: u32, n: u32) -> bool {
+    (c == lo && lo > 0) || (c + 1 == hi && hi < n)
 }
 
 impl HalfShell {

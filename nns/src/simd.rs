@@ -20,7 +20,7 @@
 
 use super::cpu::Lists;
 use super::grid::CellGrid;
-use super::kernel::{self, BoxIndex, HalfShell, LANES, Lanes, Points, Portable, Sink};
+use super::kernel::{self, BoxIndex, HalfShell, LANES, Lanes, Points, Portable};
 
 /// One output array that several threads fill with whole lists, each at
 /// its own place `from..to`.
@@ -306,26 +306,27 @@ impl Lanes for Avx512 {
     /// Without a branch per neighbour: the entries are compressed by the
     /// mask in a register and stored whole.
     #[inline(always)]
-    fn append(values: &[u32], m: u32, out: &mut Sink) {
-        compress_into(values, m, out);
+    fn append(values: &[u32], m: u32, room: &mut [u32]) -> usize {
+        compress_into(values, m, room)
     }
 }
 
-/// Appends the entries of `v` (eight) whose bit is set in `m` to `out`.
+/// Writes the entries of `v` (eight) whose bit is set in `m` to the start
+/// of `room` (a whole register's worth) and returns how many they are.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn compress_into(v: &[u32], m: u32, out: &mut Sink) {
+fn compress_into(v: &[u32], m: u32, room: &mut [u32]) -> usize {
     use std::arch::x86_64::*;
     let v = &v[..LANES];
-    let room = out.room();
+    let room = &mut room[..LANES];
     // SAFETY: used only inside the AVX-512F/VL builds above, which run after
-    // the CPU reported both; the load reads the eight entries of `v`
-    // (checked just above), the store writes eight of `room`'s sixteen.
+    // the CPU reported both; the load reads the eight entries of `v`, the
+    // store writes the eight of `room` (both checked just above).
     unsafe {
         let c = _mm256_maskz_compress_epi32(m as u8, _mm256_loadu_si256(v.as_ptr().cast()));
         _mm256_storeu_si256(room.as_mut_ptr().cast(), c);
     }
-    out.advance(m.count_ones() as usize);
+    m.count_ones() as usize
 }
 
 /// The AVX2 test: as [`Avx512`], four candidates per register (neighbours
