@@ -5,7 +5,10 @@
 //! vectors.
 
 use super::NnsError;
-use super::simd::{huge_vec, huge_zeroed};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::simd::{advise_huge_pages, huge_vec, huge_zeroed};
 
 /// Points sorted into cells, as structure-of-arrays.
 #[derive(Debug, Clone)]
@@ -115,34 +118,34 @@ impl CellGrid {
         }
         let dims = cells_for(cell).map(|d| d as u32);
         let total = dims.iter().map(|&d| d as usize).product::<usize>();
-        let layer = dims[0] as usize * dims[1] as usize;
-        let chunk = n_points.div_ceil(threads).max(1);
-        // A point's cell and its layer (z).
-        let index_of = |p: &[f32; 3]| -> (u32, usize) {
+        let index_of = |p: &[f32; 3]| -> u32 {
             let c: [usize; 3] = std::array::from_fn(|k| {
                 (((f64::from(p[k]) - lo[k]) / cell) as usize).min(dims[k] as usize - 1)
             });
-            (
-                (c[0] + dims[0] as usize * (c[1] + dims[1] as usize * c[2])) as u32,
-                c[2],
-            )
+            (c[0] + dims[0] as usize * (c[1] + dims[1] as usize * c[2])) as u32
         };
-        // Each point's cell, and points per layer of cells, in parallel.
+        // A stable parallel counting sort. Each chunk of input points (one
+        // per thread) finds its points' cells and counts them per cell.
+        // Each chunk's counts take 4 bytes per cell, so chunks are fewer
+        // than threads when cells outnumber points (a sparse cloud): all
+        // the counts together stay within 8 bytes per point, half what the
+        // sorted arrays take.
         let n = points.len();
+        let sorters = threads.min((2 * n / total.max(1)).max(1));
+        let sort_chunk = n.div_ceil(sorters).max(1);
         let mut cells = huge_zeroed::<u32>(n);
-        let per_layer: Vec<Vec<u32>> = std::thread::scope(|scope| {
+        let mut counts: Vec<Vec<u32>> = std::thread::scope(|scope| {
             let handles: Vec<_> = points
-                .chunks(chunk)
-                .zip(cells.chunks_mut(chunk))
+                .chunks(sort_chunk)
+                .zip(cells.chunks_mut(sort_chunk))
                 .map(|(mine, out)| {
                     scope.spawn(move || {
-                        let mut layers = vec![0u32; dims[2] as usize];
+                        let mut count = huge_zeroed::<u32>(total);
                         for (p, c) in mine.iter().zip(out) {
-                            let (cell, z) = index_of(p);
-                            *c = cell;
-                            layers[z] += 1;
+                            *c = index_of(p);
+                            count[*c as usize] += 1;
                         }
-                        layers
+                        count
                     })
                 })
                 .collect();
@@ -151,85 +154,78 @@ impl CellGrid {
                 .map(|h| h.join().expect("cell threads do not panic"))
                 .collect()
         });
-        let mut below = vec![0u32; dims[2] as usize + 1];
-        for z in 0..dims[2] as usize {
-            below[z + 1] = below[z] + per_layer.iter().map(|l| l[z]).sum::<u32>();
-        }
-        // Slabs of whole layers of cells with about equal points, one per
-        // thread; each thread counts, sorts and scatters the points of its
-        // own slab (scanning every point's cell, in input order: stable).
-        let mut cuts = vec![0usize];
-        for t in 1..threads {
-            let want = (n * t / threads) as u32;
-            let z = below.partition_point(|&b| b < want).min(dims[2] as usize);
-            cuts.push(z.max(*cuts.last().expect("cuts start with 0")));
-        }
-        cuts.push(dims[2] as usize);
+        // Where each cell starts, and within it where each chunk's points
+        // go (chunk after chunk: the input order is kept). The counts become
+        // each chunk's write cursors.
         let mut starts = vec![0u32; total + 1];
+        let mut at = 0u32;
+        for (c, start) in starts[..total].iter_mut().enumerate() {
+            *start = at;
+            for count in counts.iter_mut() {
+                let k = count[c];
+                count[c] = at;
+                at += k;
+            }
+        }
         starts[total] = n as u32;
+        // Each chunk writes its points as records of 16 bytes (one cache
+        // line touched per point), split into the coordinate arrays after.
+        // Every record is written once, by one thread (the cursors of the
+        // chunks cover disjoint ranges); relaxed atomic stores are plain
+        // stores on x86-64 and ARM.
+        let records: Vec<[AtomicU64; 2]> = {
+            let mut v = Vec::with_capacity(n);
+            advise_huge_pages(v.spare_capacity_mut());
+            v.resize_with(n, || [AtomicU64::new(0), AtomicU64::new(0)]);
+            v
+        };
+        std::thread::scope(|scope| {
+            for (t, ((mine, cells), cursor)) in points
+                .chunks(sort_chunk)
+                .zip(cells.chunks(sort_chunk))
+                .zip(counts.iter_mut())
+                .enumerate()
+            {
+                let records = &records;
+                scope.spawn(move || {
+                    for (k, (p, &c)) in mine.iter().zip(cells).enumerate() {
+                        let at = &mut cursor[c as usize];
+                        let r = &records[*at as usize];
+                        let input = (t * sort_chunk + k) as u64;
+                        r[0].store(
+                            u64::from(p[0].to_bits()) | u64::from(p[1].to_bits()) << 32,
+                            Relaxed,
+                        );
+                        r[1].store(u64::from(p[2].to_bits()) | input << 32, Relaxed);
+                        *at += 1;
+                    }
+                });
+            }
+        });
+        drop(counts);
         let mut xs = huge_vec(n + PAD, f32::INFINITY);
         let mut ys = huge_vec(n + PAD, f32::INFINITY);
         let mut zs = huge_vec(n + PAD, f32::INFINITY);
         let mut ids = huge_zeroed::<u32>(n + PAD);
-        {
-            let cells = &cells;
-            let mut rest = (
-                &mut starts[..total],
-                &mut xs[..n],
-                &mut ys[..n],
-                &mut zs[..n],
-                &mut ids[..n],
-            );
-            let mut jobs = Vec::new();
-            for w in cuts.windows(2) {
-                let (c0, c1) = (w[0] * layer, w[1] * layer);
-                let (p0, p1) = (below[w[0]], below[w[1]]);
-                let len = (p1 - p0) as usize;
-                let (st, sr) = std::mem::take(&mut rest.0).split_at_mut(c1 - c0);
-                let (x, xr) = std::mem::take(&mut rest.1).split_at_mut(len);
-                let (y, yr) = std::mem::take(&mut rest.2).split_at_mut(len);
-                let (z, zr) = std::mem::take(&mut rest.3).split_at_mut(len);
-                let (i, ir) = std::mem::take(&mut rest.4).split_at_mut(len);
-                rest = (sr, xr, yr, zr, ir);
-                jobs.push((c0 as u32, c1 as u32, p0, st, x, y, z, i));
+        std::thread::scope(|scope| {
+            for ((((r, x), y), z), i) in records
+                .chunks(chunk)
+                .zip(xs.chunks_mut(chunk))
+                .zip(ys.chunks_mut(chunk))
+                .zip(zs.chunks_mut(chunk))
+                .zip(ids.chunks_mut(chunk))
+            {
+                scope.spawn(move || {
+                    for (k, r) in r.iter().enumerate() {
+                        let (a, b) = (r[0].load(Relaxed), r[1].load(Relaxed));
+                        x[k] = f32::from_bits(a as u32);
+                        y[k] = f32::from_bits((a >> 32) as u32);
+                        z[k] = f32::from_bits(b as u32);
+                        i[k] = (b >> 32) as u32;
+                    }
+                });
             }
-            std::thread::scope(|scope| {
-                for (c0, c1, p0, st, x, y, z, i) in jobs {
-                    scope.spawn(move || {
-                        // Counting sort of the slab's cells: first into
-                        // records of 16 bytes (one cache line touched per
-                        // point), then split into the coordinate arrays.
-                        for &c in cells.iter() {
-                            if c >= c0 && c < c1 {
-                                st[(c - c0) as usize] += 1;
-                            }
-                        }
-                        let mut at = p0;
-                        for s in st.iter_mut() {
-                            let count = *s;
-                            *s = at;
-                            at += count;
-                        }
-                        let mut fill: Vec<u32> = st.iter().map(|&s| s - p0).collect();
-                        let mut records = huge_vec(x.len(), [0u32; 4]);
-                        for (input, (&c, p)) in cells.iter().zip(points).enumerate() {
-                            if c >= c0 && c < c1 {
-                                let at = &mut fill[(c - c0) as usize];
-                                records[*at as usize] =
-                                    [p[0].to_bits(), p[1].to_bits(), p[2].to_bits(), input as u32];
-                                *at += 1;
-                            }
-                        }
-                        for (k, r) in records.iter().enumerate() {
-                            x[k] = f32::from_bits(r[0]);
-                            y[k] = f32::from_bits(r[1]);
-                            z[k] = f32::from_bits(r[2]);
-                            i[k] = r[3];
-                        }
-                    });
-                }
-            });
-        }
+        });
         Ok(Self {
             origin: lo,
             cell,
@@ -293,4 +289,53 @@ impl CellGrid {
 /// Input index of a point in the GPU layout ([`CellGrid::point`]).
 pub fn id_of(p: &[f32; 4]) -> u32 {
     p[3].to_bits()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CellGrid;
+
+    /// Points from a fixed generator, in `[0, scale)^3`.
+    fn points(n: usize, scale: f32) -> Vec<[f32; 3]> {
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 * scale
+        };
+        (0..n).map(|_| [next(), next(), next()]).collect()
+    }
+
+    #[test]
+    fn the_sort_is_stable_and_the_same_on_any_thread_count() {
+        // Dense (cells fewer than points: every thread sorts a chunk) and
+        // sparse (cells outnumber points: one chunk sorts).
+        for (scale, radius) in [(1.0, 0.08), (50.0, 0.5)] {
+            let pts = points(5000, scale);
+            let one = CellGrid::new(&pts, radius, 1 << 22, 1).expect("a grid");
+            for threads in [2, 3, 8] {
+                let many = CellGrid::new(&pts, radius, 1 << 22, threads).expect("a grid");
+                assert_eq!(many.dims, one.dims);
+                assert_eq!(many.starts, one.starts, "{threads} threads");
+                assert_eq!(many.ids, one.ids, "{threads} threads");
+                assert_eq!(many.xs, one.xs);
+                assert_eq!(many.ys, one.ys);
+                assert_eq!(many.zs, one.zs);
+            }
+            // Each cell holds its points in input order, at their place.
+            for c in 0..one.cell_count() {
+                let run = &one.ids[one.starts[c] as usize..one.starts[c + 1] as usize];
+                assert!(
+                    run.windows(2).all(|w| w[0] < w[1]),
+                    "cell {c} keeps input order"
+                );
+                for (k, &id) in run.iter().enumerate() {
+                    let s = one.starts[c] as usize + k;
+                    assert_eq!(pts[id as usize], [one.xs[s], one.ys[s], one.zs[s]]);
+                }
+            }
+            assert_eq!(one.len(), pts.len());
+        }
+    }
 }

@@ -747,13 +747,15 @@ pub fn list_lengths(bx: &BoxIndex, parts: &[HalfShell]) -> Vec<u32> {
                 // Partners in the same layer are in this part, and so are
                 // those in the next layer, but from the part's last layer;
                 // the last layer of the part before reaches this part's first.
-                for i in 0..part.len() {
-                    for &t in part.same_layer_edges(i) {
-                        mine[t as usize - first] += 1;
-                    }
+                // Before the last layer, every partner counts: one flat pass
+                // over those pairs (no loop per point, whose varying length
+                // the branch predictor would miss).
+                let last = part.last_layer(bx);
+                for &t in &part.edges[..part.edge_at[last] as usize] {
+                    mine[t as usize - first] += 1;
                 }
-                for i in 0..part.last_layer(bx) {
-                    for &t in part.next_layer_edges(i) {
+                for i in last..part.len() {
+                    for &t in part.same_layer_edges(i) {
                         mine[t as usize - first] += 1;
                     }
                 }
@@ -905,25 +907,22 @@ pub fn input_order_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> sup
                 let before = k.checked_sub(1).map(|j| &parts[j]);
                 let (out, slots, counts) = (&out, &slots, &counts);
                 scope.spawn(move || {
-                    let mut back = LayerBack::default();
-                    for z in part.layers.0..part.layers.1 {
-                        let (lo, hi) = (bx.layer_base(z), bx.layer_base(z + 1));
-                        back.transpose(bx, (lo, hi), before, part, ids, counts);
-                        for l in lo..hi {
-                            // The slot of a list a few points ahead.
-                            if let Some(&ahead) = slots.get(l + PREFETCH_AHEAD) {
-                                out.prefetch(ahead as usize);
-                            }
-                            let i = l - part.first;
-                            let written = out.write_list(
-                                slots[l] as usize,
-                                back.of(l - lo),
-                                part.edges_of(i),
-                                ids,
-                                part.own_of(i),
-                            );
-                            assert_eq!(written, counts[l] as usize, "list length of point {l}");
+                    let back = PartBack::transpose(bx, before, part, ids, counts);
+                    for l in part.first..part.end() {
+                        // The slot of a list a few points ahead.
+                        if let Some(&ahead) = slots.get(l + PREFETCH_AHEAD) {
+                            out.prefetch(ahead as usize);
+                            out.prefetch(ahead as usize + 15);
                         }
+                        let i = l - part.first;
+                        let written = out.write_list(
+                            slots[l] as usize,
+                            back.of(i),
+                            part.edges_of(i),
+                            ids,
+                            part.own_of(i),
+                        );
+                        assert_eq!(written, counts[l] as usize, "list length of point {l}");
                     }
                 });
             }
@@ -936,84 +935,87 @@ pub fn input_order_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> sup
 /// slots follow the input order, so each is a cache miss).
 const PREFETCH_AHEAD: usize = 64;
 
-/// The earlier finders of one layer's points, transposed from the pairs of
-/// that layer and the one before.
+/// The earlier finders of one part's points (in box order), transposed
+/// from the pairs the part found and those the last layer of the part
+/// before found in the part's first layer.
 #[derive(Debug, Default)]
-struct LayerBack {
+struct PartBack {
+    /// Point `i`'s finders are `found[at[i]..at[i + 1]]`.
     at: Vec<usize>,
     found: Vec<u32>,
-    cursor: Vec<usize>,
 }
 
-impl LayerBack {
-    /// Fills in the finders of box points `lo..hi` (one layer of `part`;
-    /// `before` is the part before, whose last layer may precede it).
+/// Entries [`PartBack::transpose`] writes at once when it labels each pair
+/// with its finder.
+const LABEL: usize = 16;
+
+impl PartBack {
+    /// The finders of `part`'s points (`before` is the part before).
     fn transpose(
-        &mut self,
         bx: &BoxIndex,
-        (lo, hi): (usize, usize),
         before: Option<&HalfShell>,
         part: &HalfShell,
         ids: &[u32],
         counts: &[u32],
-    ) {
-        // Each point's earlier finders: its list length less what it found.
-        self.at.clear();
-        self.at.push(0);
+    ) -> Self {
+        let (n, first) = (part.len(), part.first);
+        // Each point's finders: its list length less what it found.
+        let mut at = Vec::with_capacity(n + 1);
+        at.push(0);
         let mut sum = 0;
-        for l in lo..hi {
-            let i = l - part.first;
-            let found = part.found(i);
-            sum += counts[l] as usize - found;
-            self.at.push(sum);
+        for i in 0..n {
+            sum += counts[first + i] as usize - part.found(i);
+            at.push(sum);
         }
-        // Sources: the layer before (in this part or the part before) and
-        // this layer.
-        let prev_lo = if lo > part.first {
-            // The layer before lo, inside this part.
-            let z = (part.layers.0..part.layers.1)
-                .find(|&z| bx.layer_base(z + 1) == lo)
-                .expect("lo starts a layer of the part");
-            Some((part, bx.layer_base(z)))
-        } else {
-            before.map(|b| (b, bx.layer_base(b.layers.1 - 1)))
-        };
-        // The pairs (t, l) with t in lo..hi: the next-layer partners of
-        // the layer before, and the same-layer partners of this layer.
-        fn each(
-            prev: Option<(&HalfShell, usize)>,
-            part: &HalfShell,
-            lo: usize,
-            hi: usize,
-            mut f: impl FnMut(usize, usize),
-        ) {
-            if let Some((src, from)) = prev {
-                for l in from..src.end().min(lo) {
-                    for &t in src.next_layer_edges(l - src.first) {
-                        f(t as usize, l);
-                    }
-                }
-            }
-            for l in lo..hi {
-                for &t in part.same_layer_edges(l - part.first) {
-                    f(t as usize, l);
+        let mut found = huge_zeroed::<u32>(sum);
+        // Where each point's next finder goes (u32: half the cache of a
+        // usize; a part holds fewer than 2^32 pairs, as `entry_index`).
+        let mut cursor: Vec<u32> = at[..n].iter().map(|&a| entry_index(a)).collect();
+        // Finders in the last layer of the part before, in box order.
+        if let Some(b) = before {
+            for l in b.last_layer(bx)..b.len() {
+                for &t in b.next_layer_edges(l) {
+                    let c = &mut cursor[t as usize - first];
+                    found[*c as usize] = ids[b.first + l];
+                    *c += 1;
                 }
             }
         }
-        let at = &self.at;
-        self.found.clear();
-        self.found.resize(at[hi - lo], 0);
-        self.cursor.clear();
-        self.cursor.extend_from_slice(&at[..hi - lo]);
-        let (cursor, found) = (&mut self.cursor, &mut self.found);
-        each(prev_lo, part, lo, hi, |t, l| {
-            let c = &mut cursor[t - lo];
-            found[*c] = ids[l];
+        // Then the part's own pairs: before its last layer all of them, in
+        // one flat pass (each pair labelled with its finder first, sixteen
+        // labels at a time: no loop per point, whose varying length the
+        // branch predictor would miss); in the last layer those within it.
+        let last = part.last_layer(bx);
+        let flat = part.edge_at[last] as usize;
+        let mut finder = huge_zeroed::<u32>(flat + LABEL);
+        for l in 0..last {
+            let (from, to) = (part.edge_at[l] as usize, part.edge_at[l + 1] as usize);
+            let id = ids[first + l];
+            let mut e = from;
+            loop {
+                finder[e..e + LABEL].fill(id);
+                e += LABEL;
+                if e >= to {
+                    break;
+                }
+            }
+        }
+        for (&t, &id) in part.edges[..flat].iter().zip(&finder) {
+            let c = &mut cursor[t as usize - first];
+            found[*c as usize] = id;
             *c += 1;
-        });
+        }
+        for l in last..n {
+            for &t in part.same_layer_edges(l) {
+                let c = &mut cursor[t as usize - first];
+                found[*c as usize] = ids[first + l];
+                *c += 1;
+            }
+        }
+        Self { at, found }
     }
 
-    /// The finders of the layer's point `i`, in box order.
+    /// The finders of the part's point `i`, in box order.
     fn of(&self, i: usize) -> &[u32] {
         &self.found[self.at[i]..self.at[i + 1]]
     }
