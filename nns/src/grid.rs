@@ -8,7 +8,7 @@ use super::NnsError;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::simd::{advise_huge_pages, huge_vec, huge_zeroed};
+use super::simd::{advise_huge_pages, huge_zeroed};
 
 /// Points sorted into cells, as structure-of-arrays.
 #[derive(Debug, Clone)]
@@ -133,39 +133,75 @@ impl CellGrid {
         let n = points.len();
         let sorters = threads.min((2 * n / total.max(1)).max(1));
         let sort_chunk = n.div_ceil(sorters).max(1);
-        let mut cells = huge_zeroed::<u32>(n);
-        let mut counts: Vec<Vec<u32>> = std::thread::scope(|scope| {
+        let (cells, mut counts): (Vec<Vec<u32>>, Vec<Vec<u32>>) = std::thread::scope(|scope| {
             let handles: Vec<_> = points
                 .chunks(sort_chunk)
-                .zip(cells.chunks_mut(sort_chunk))
-                .map(|(mine, out)| {
+                .map(|mine| {
                     scope.spawn(move || {
+                        let mut cells = Vec::with_capacity(mine.len());
                         let mut count = huge_zeroed::<u32>(total);
-                        for (p, c) in mine.iter().zip(out) {
-                            *c = index_of(p);
-                            count[*c as usize] += 1;
+                        for p in mine {
+                            let c = index_of(p);
+                            cells.push(c);
+                            count[c as usize] += 1;
                         }
-                        count
+                        (cells, count)
                     })
                 })
                 .collect();
             handles
                 .into_iter()
                 .map(|h| h.join().expect("cell threads do not panic"))
-                .collect()
+                .unzip()
         });
         // Where each cell starts, and within it where each chunk's points
         // go (chunk after chunk: the input order is kept). The counts become
-        // each chunk's write cursors.
+        // each chunk's write cursors. In parallel over runs of cells: each
+        // run's total first, then its starts from the totals before it.
         let mut starts = vec![0u32; total + 1];
-        let mut at = 0u32;
-        for (c, start) in starts[..total].iter_mut().enumerate() {
-            *start = at;
+        {
+            let run = total.div_ceil(threads).max(1);
+            let mut runs: Vec<(&mut [u32], Vec<&mut [u32]>)> = starts[..total]
+                .chunks_mut(run)
+                .map(|s| (s, Vec::with_capacity(counts.len())))
+                .collect();
             for count in counts.iter_mut() {
-                let k = count[c];
-                count[c] = at;
-                at += k;
+                for (r, c) in runs.iter_mut().zip(count.chunks_mut(run)) {
+                    r.1.push(c);
+                }
             }
+            let totals: Vec<u32> = std::thread::scope(|scope| {
+                let handles: Vec<_> = runs
+                    .iter()
+                    .map(|(_, counts)| {
+                        scope.spawn(move || {
+                            counts.iter().map(|c| c.iter().sum::<u32>()).sum::<u32>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("prefix threads do not panic"))
+                    .collect()
+            });
+            std::thread::scope(|scope| {
+                let mut at = 0u32;
+                for ((starts, mut counts), total) in runs.into_iter().zip(totals) {
+                    let base = at;
+                    at += total;
+                    scope.spawn(move || {
+                        let mut at = base;
+                        for (c, start) in starts.iter_mut().enumerate() {
+                            *start = at;
+                            for count in counts.iter_mut() {
+                                let k = count[c];
+                                count[c] = at;
+                                at += k;
+                            }
+                        }
+                    });
+                }
+            });
         }
         starts[total] = n as u32;
         // Each chunk writes its points as records of 16 bytes (one cache
@@ -182,7 +218,7 @@ impl CellGrid {
         std::thread::scope(|scope| {
             for (t, ((mine, cells), cursor)) in points
                 .chunks(sort_chunk)
-                .zip(cells.chunks(sort_chunk))
+                .zip(&cells)
                 .zip(counts.iter_mut())
                 .enumerate()
             {
@@ -202,30 +238,60 @@ impl CellGrid {
                 });
             }
         });
-        drop(counts);
-        let mut xs = huge_vec(n + PAD, f32::INFINITY);
-        let mut ys = huge_vec(n + PAD, f32::INFINITY);
-        let mut zs = huge_vec(n + PAD, f32::INFINITY);
-        let mut ids = huge_zeroed::<u32>(n + PAD);
+        drop((cells, counts));
+        // The coordinate arrays and the input indices, each built by one
+        // thread reading the records in order (nothing to clear first).
+        let word = |r: &[AtomicU64; 2], k: usize| -> u32 {
+            let w = r[k / 2].load(Relaxed);
+            if k.is_multiple_of(2) {
+                w as u32
+            } else {
+                (w >> 32) as u32
+            }
+        };
+        let coordinate = |k: usize| -> Vec<f32> {
+            let mut v = Vec::with_capacity(n + PAD);
+            advise_huge_pages(v.spare_capacity_mut());
+            v.extend(records.iter().map(|r| f32::from_bits(word(r, k))));
+            v.resize(n + PAD, f32::INFINITY);
+            v
+        };
+        let input_ids = || -> Vec<u32> {
+            let mut v = Vec::with_capacity(n + PAD);
+            advise_huge_pages(v.spare_capacity_mut());
+            v.extend(records.iter().map(|r| word(r, 3)));
+            v.resize(n + PAD, 0);
+            v
+        };
+        let workers = threads.min(4);
+        let mut coords: [Vec<f32>; 3] = Default::default();
+        let mut ids = Vec::new();
         std::thread::scope(|scope| {
-            for ((((r, x), y), z), i) in records
-                .chunks(chunk)
-                .zip(xs.chunks_mut(chunk))
-                .zip(ys.chunks_mut(chunk))
-                .zip(zs.chunks_mut(chunk))
-                .zip(ids.chunks_mut(chunk))
-            {
-                scope.spawn(move || {
-                    for (k, r) in r.iter().enumerate() {
-                        let (a, b) = (r[0].load(Relaxed), r[1].load(Relaxed));
-                        x[k] = f32::from_bits(a as u32);
-                        y[k] = f32::from_bits((a >> 32) as u32);
-                        z[k] = f32::from_bits(b as u32);
-                        i[k] = (b >> 32) as u32;
-                    }
-                });
+            let handles: Vec<_> = (0..workers)
+                .map(|t| {
+                    let (coordinate, input_ids) = (&coordinate, &input_ids);
+                    scope.spawn(move || {
+                        let mine: Vec<usize> = (t..4).step_by(workers).collect();
+                        let built: Vec<(usize, Vec<f32>)> = mine
+                            .iter()
+                            .filter(|&&k| k < 3)
+                            .map(|&k| (k, coordinate(k)))
+                            .collect();
+                        (built, mine.contains(&3).then(input_ids))
+                    })
+                })
+                .collect();
+            for h in handles {
+                let (built, input) = h.join().expect("column threads do not panic");
+                for (k, v) in built {
+                    coords[k] = v;
+                }
+                if let Some(v) = input {
+                    ids = v;
+                }
             }
         });
+        let [xs, ys, zs] = coords;
         Ok(Self {
             origin: lo,
             cell,

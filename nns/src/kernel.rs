@@ -10,8 +10,9 @@
 use super::grid::CellGrid;
 use super::simd::{advise_huge_pages, huge_vec, huge_zeroed};
 
-/// Candidates tested per step: one AVX-512 vector of f64 (two AVX2).
-pub const LANES: usize = 8;
+/// Candidates tested per step: one AVX-512 vector of f32 (four AVX2
+/// vectors of f64).
+pub const LANES: usize = 16;
 
 /// A point's coordinates widened to f64, exactly.
 #[inline(always)]
@@ -1050,6 +1051,44 @@ mod tests {
             at += c as usize;
         }
         out
+    }
+
+    /// Pairs of points a few f32 steps either side of `radius` apart, along
+    /// random directions, scattered through a box `spread` wide.
+    fn borderline(radius: f32, spread: f32) -> Vec<[f32; 3]> {
+        let centres = points(1500, 3);
+        let dirs = points(1500, 5);
+        let mut pts = Vec::new();
+        for (k, (a, d)) in centres.iter().zip(&dirs).enumerate() {
+            let a = a.map(|v| v * spread);
+            let d = d.map(|v| v - 2.0);
+            let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt().max(1e-3);
+            let step = 1.0 + ((k % 9) as f32 - 4.0) * f32::EPSILON;
+            pts.push(a);
+            pts.push(std::array::from_fn(|i| a[i] + d[i] / len * radius * step));
+        }
+        pts
+    }
+
+    #[test]
+    fn pairs_within_rounding_of_eps_are_decided_as_the_f64_sum_decides() {
+        // An ordinary radius (the f32 test with borderline candidates
+        // decided in f64) and radii whose squares leave the f32 test's
+        // range (every candidate in f64).
+        for (radius, spread) in [(0.45, 1.0), (3e-16, 1e-15), (2e15, 3e15)] {
+            let pts = borderline(radius, spread);
+            let eps2 = f64::from(radius) * f64::from(radius);
+            let truth = brute_force(&pts, radius);
+            let found: usize = truth.iter().map(Vec::len).sum();
+            assert!(found > 0, "radius {radius}: some pairs");
+            let grid = CellGrid::new(&pts, radius, 1 << 20, 2).expect("a grid");
+            let all = search_all(&grid, eps2, 2);
+            for (i, t) in truth.iter().enumerate() {
+                let mut got = all.of(i).to_vec();
+                got.sort_unstable();
+                assert_eq!(&got, t, "radius {radius}, point {i}");
+            }
+        }
     }
 
     #[test]

@@ -263,44 +263,107 @@ fn cells_avx2(grid: &CellGrid, cells: &[usize], eps2: f64) -> Lists {
     cells_with::<Avx2>(grid, cells, eps2)
 }
 
-/// The AVX-512 test: the eight candidates' coordinates widened to f64 in
-/// one register per axis, the same subtractions, products and sums as the
-/// portable test, and one compare into a mask; neighbours are written
-/// without a branch each (their indices compressed by the mask in a
+/// The AVX-512 test, sixteen candidates at a time: the squared distance in
+/// f32 (no fused multiply-add) sorts each candidate into surely in, surely
+/// out, or borderline, and only borderline candidates are decided by the
+/// exact f64 sum, eight at a time ([`exact_mask_avx512`]). Neighbours are
+/// written without a branch each (their indices compressed by the mask in a
 /// register and stored whole).
+///
+/// Why the f32 sum decides the others exactly as the f64 sum would: with
+/// `u = 2^-24`, each f32 difference, square and sum of positive terms adds
+/// a relative error of at most `u`, so the f32 sum lies within a factor
+/// `1 +- 6u` (about `+-0.19 * 2^-19`) of the true squared distance, and the
+/// f64 sum within `1 +- 2^-51`. A candidate is surely in when the f32 sum is
+/// at most `eps2 (1 - 2^-19)`, surely out when it exceeds `eps2 (1 +
+/// 2^-19)` (both bounds rounded to f32, a further `u`), and borderline in
+/// between, where the f64 sum decides. This holds while no square
+/// overflows or loses precision to underflow near `eps2`, which
+/// [`F32_EPS2`] bounds; outside it, every candidate is decided in f64.
 #[cfg(target_arch = "x86_64")]
 struct Avx512;
+
+/// The range of `eps2` (m^2) over which the f32 test of [`Avx512`] is
+/// exact: from far above f32's smallest normal square to far below its
+/// largest.
+#[cfg(target_arch = "x86_64")]
+const F32_EPS2: std::ops::RangeInclusive<f64> = 1e-30..=1e30;
+
+/// The exact f64 test of eight candidates from `at` (the portable test's
+/// sums, in the same order).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn exact_mask_avx512(c: Points<'_>, at: usize, p: [f64; 3], eps2: f64) -> u32 {
+    use std::arch::x86_64::*;
+    let x = &c.xs[at..at + 8];
+    let y = &c.ys[at..at + 8];
+    let z = &c.zs[at..at + 8];
+    // SAFETY: used only by the functions above compiled for AVX-512F/VL,
+    // which run after the CPU reported them; each load reads the eight
+    // floats of a slice just checked to hold eight.
+    unsafe {
+        let dx = _mm512_sub_pd(
+            _mm512_set1_pd(p[0]),
+            _mm512_cvtps_pd(_mm256_loadu_ps(x.as_ptr())),
+        );
+        let dy = _mm512_sub_pd(
+            _mm512_set1_pd(p[1]),
+            _mm512_cvtps_pd(_mm256_loadu_ps(y.as_ptr())),
+        );
+        let dz = _mm512_sub_pd(
+            _mm512_set1_pd(p[2]),
+            _mm512_cvtps_pd(_mm256_loadu_ps(z.as_ptr())),
+        );
+        let d2 = _mm512_add_pd(
+            _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
+            _mm512_mul_pd(dz, dz),
+        );
+        u32::from(_mm512_cmp_pd_mask::<_CMP_LE_OQ>(d2, _mm512_set1_pd(eps2)))
+    }
+}
 
 #[cfg(target_arch = "x86_64")]
 impl Lanes for Avx512 {
     #[inline(always)]
     fn mask(c: Points<'_>, at: usize, p: [f64; 3], eps2: f64) -> u32 {
         use std::arch::x86_64::*;
+        if !F32_EPS2.contains(&eps2) {
+            return exact_mask_avx512(c, at, p, eps2)
+                | (exact_mask_avx512(c, at + 8, p, eps2) << 8);
+        }
         let x = &c.xs[at..at + LANES];
         let y = &c.ys[at..at + LANES];
         let z = &c.zs[at..at + LANES];
+        const MARGIN: f64 = 1.0 / (1u64 << 19) as f64;
         // SAFETY: `Avx512` is used only by the functions above compiled for
         // AVX-512F/VL, which run after the CPU reported them; each load
-        // reads the eight floats of a slice just checked to hold eight.
-        unsafe {
-            let dx = _mm512_sub_pd(
-                _mm512_set1_pd(p[0]),
-                _mm512_cvtps_pd(_mm256_loadu_ps(x.as_ptr())),
+        // reads the sixteen floats of a slice just checked to hold sixteen.
+        let (inside, unsure) = unsafe {
+            // The query's coordinates came from f32: exact.
+            let dx = _mm512_sub_ps(_mm512_set1_ps(p[0] as f32), _mm512_loadu_ps(x.as_ptr()));
+            let dy = _mm512_sub_ps(_mm512_set1_ps(p[1] as f32), _mm512_loadu_ps(y.as_ptr()));
+            let dz = _mm512_sub_ps(_mm512_set1_ps(p[2] as f32), _mm512_loadu_ps(z.as_ptr()));
+            let d2 = _mm512_add_ps(
+                _mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)),
+                _mm512_mul_ps(dz, dz),
             );
-            let dy = _mm512_sub_pd(
-                _mm512_set1_pd(p[1]),
-                _mm512_cvtps_pd(_mm256_loadu_ps(y.as_ptr())),
-            );
-            let dz = _mm512_sub_pd(
-                _mm512_set1_pd(p[2]),
-                _mm512_cvtps_pd(_mm256_loadu_ps(z.as_ptr())),
-            );
-            let d2 = _mm512_add_pd(
-                _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
-                _mm512_mul_pd(dz, dz),
-            );
-            u32::from(_mm512_cmp_pd_mask::<_CMP_LE_OQ>(d2, _mm512_set1_pd(eps2)))
+            let lo = _mm512_set1_ps((eps2 * (1.0 - MARGIN)) as f32);
+            let hi = _mm512_set1_ps((eps2 * (1.0 + MARGIN)) as f32);
+            let inside = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(d2, lo);
+            let outside = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(d2, hi);
+            (u32::from(inside), u32::from(!(inside | outside)))
+        };
+        if unsure == 0 {
+            return inside;
         }
+        let mut exact = 0;
+        if unsure & 0xff != 0 {
+            exact |= exact_mask_avx512(c, at, p, eps2);
+        }
+        if unsure >> 8 != 0 {
+            exact |= exact_mask_avx512(c, at + 8, p, eps2) << 8;
+        }
+        (inside & !unsure) | (exact & unsure)
     }
 
     /// Without a branch per neighbour: the entries are compressed by the
@@ -311,8 +374,9 @@ impl Lanes for Avx512 {
     }
 }
 
-/// Writes the entries of `v` (eight) whose bit is set in `m` to the start
-/// of `room` (a whole register's worth) and returns how many they are.
+/// Writes the entries of `v` (sixteen) whose bit is set in `m` to the
+/// start of `room` (a whole register's worth) and returns how many they
+/// are.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn compress_into(v: &[u32], m: u32, room: &mut [u32]) -> usize {
@@ -320,11 +384,11 @@ fn compress_into(v: &[u32], m: u32, room: &mut [u32]) -> usize {
     let v = &v[..LANES];
     let room = &mut room[..LANES];
     // SAFETY: used only inside the AVX-512F/VL builds above, which run after
-    // the CPU reported both; the load reads the eight entries of `v`, the
-    // store writes the eight of `room` (both checked just above).
+    // the CPU reported both; the load reads the sixteen entries of `v`, the
+    // store writes the sixteen of `room` (both checked just above).
     unsafe {
-        let c = _mm256_maskz_compress_epi32(m as u8, _mm256_loadu_si256(v.as_ptr().cast()));
-        _mm256_storeu_si256(room.as_mut_ptr().cast(), c);
+        let c = _mm512_maskz_compress_epi32(m as u16, _mm512_loadu_si512(v.as_ptr().cast()));
+        _mm512_storeu_si512(room.as_mut_ptr().cast(), c);
     }
     m.count_ones() as usize
 }
