@@ -5,10 +5,7 @@
 //! vectors.
 
 use super::NnsError;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
-
-use super::simd::{advise_huge_pages, huge_zeroed};
+use super::simd::{huge_vec, huge_zeroed};
 
 /// Points sorted into cells, as structure-of-arrays.
 #[derive(Debug, Clone)]
@@ -40,6 +37,26 @@ type Bounds = ([f64; 3], [f64; 3]);
 /// tests load past the last point. The padding is infinitely far away, so
 /// it is never a neighbour.
 pub const PAD: usize = 16;
+
+/// Points a block of the sort holds on average ([`CellGrid::new`]): its
+/// records (16 bytes each) and their cells fit in a core's L2 cache.
+const BLOCK_POINTS: usize = 32 * 1024;
+
+/// log2 of the cells per block of the sort: a power of two near
+/// `BLOCK_POINTS` points' worth of cells, at least one cell.
+fn block_shift(cells: usize, points: usize) -> u32 {
+    let per_block = (cells as u128 * BLOCK_POINTS as u128 / points.max(1) as u128).max(1);
+    (per_block as u64).ilog2()
+}
+
+/// One chunk's points grouped by block of the sort: block `b`'s are
+/// `records[at[b]..at[b + 1]]` (x, y, z bits and input index), in cells
+/// `cells[at[b]..at[b + 1]]`.
+struct Run {
+    at: Vec<usize>,
+    records: Vec<[u32; 4]>,
+    cells: Vec<u32>,
+}
 
 impl CellGrid {
     /// Sorts `points` into cells of at least `radius`, on `threads` threads
@@ -124,28 +141,32 @@ impl CellGrid {
             });
             (c[0] + dims[0] as usize * (c[1] + dims[1] as usize * c[2])) as u32
         };
-        // A stable parallel counting sort. Each chunk of input points (one
-        // per thread) finds its points' cells and counts them per cell.
-        // Each chunk's counts take 4 bytes per cell, so chunks are fewer
-        // than threads when cells outnumber points (a sparse cloud): all
-        // the counts together stay within 8 bytes per point, half what the
-        // sorted arrays take.
+        // A stable parallel sort in two passes, each touching memory in
+        // runs that stay in cache: the points are first split by block (a
+        // range of about `BLOCK_POINTS` points' worth of consecutive cells),
+        // each thread moving its own chunk of input points into per-block
+        // runs in input order; then each block is counting-sorted by cell
+        // into its place in the sorted arrays. (One pass of random writes
+        // over the whole arrays is as fast while they fit in the last-level
+        // cache, and several times slower past it.)
         let n = points.len();
-        let sorters = threads.min((2 * n / total.max(1)).max(1));
-        let sort_chunk = n.div_ceil(sorters).max(1);
-        let (cells, mut counts): (Vec<Vec<u32>>, Vec<Vec<u32>>) = std::thread::scope(|scope| {
+        let chunk = n.div_ceil(threads).max(1);
+        let shift = block_shift(total, n);
+        let blocks = (total >> shift) + 1;
+        // Pass 1, per chunk: each point's cell, and points per block.
+        let (cells, per_block): (Vec<Vec<u32>>, Vec<Vec<u32>>) = std::thread::scope(|scope| {
             let handles: Vec<_> = points
-                .chunks(sort_chunk)
+                .chunks(chunk)
                 .map(|mine| {
                     scope.spawn(move || {
                         let mut cells = Vec::with_capacity(mine.len());
-                        let mut count = huge_zeroed::<u32>(total);
+                        let mut per_block = vec![0u32; blocks];
                         for p in mine {
                             let c = index_of(p);
                             cells.push(c);
-                            count[c as usize] += 1;
+                            per_block[(c >> shift) as usize] += 1;
                         }
-                        (cells, count)
+                        (cells, per_block)
                     })
                 })
                 .collect();
@@ -154,144 +175,139 @@ impl CellGrid {
                 .map(|h| h.join().expect("cell threads do not panic"))
                 .unzip()
         });
-        // Where each cell starts, and within it where each chunk's points
-        // go (chunk after chunk: the input order is kept). The counts become
-        // each chunk's write cursors. In parallel over runs of cells: each
-        // run's total first, then its starts from the totals before it.
-        let mut starts = vec![0u32; total + 1];
-        {
-            let run = total.div_ceil(threads).max(1);
-            let mut runs: Vec<(&mut [u32], Vec<&mut [u32]>)> = starts[..total]
-                .chunks_mut(run)
-                .map(|s| (s, Vec::with_capacity(counts.len())))
-                .collect();
-            for count in counts.iter_mut() {
-                for (r, c) in runs.iter_mut().zip(count.chunks_mut(run)) {
-                    r.1.push(c);
-                }
-            }
-            let totals: Vec<u32> = std::thread::scope(|scope| {
-                let handles: Vec<_> = runs
-                    .iter()
-                    .map(|(_, counts)| {
-                        scope.spawn(move || {
-                            counts.iter().map(|c| c.iter().sum::<u32>()).sum::<u32>()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("prefix threads do not panic"))
-                    .collect()
-            });
-            std::thread::scope(|scope| {
-                let mut at = 0u32;
-                for ((starts, mut counts), total) in runs.into_iter().zip(totals) {
-                    let base = at;
-                    at += total;
+        // Where each block starts in the sorted arrays, and in each
+        // chunk's runs.
+        let mut block_start = Vec::with_capacity(blocks + 1);
+        let mut at = 0usize;
+        for b in 0..blocks {
+            block_start.push(at);
+            at += per_block.iter().map(|c| c[b] as usize).sum::<usize>();
+        }
+        block_start.push(at);
+        // Pass 2, per chunk: its points as records `[x, y, z, input]` with
+        // their cells, grouped by block, in input order within a block.
+        let runs: Vec<Run> = std::thread::scope(|scope| {
+            let handles: Vec<_> = points
+                .chunks(chunk)
+                .zip(&cells)
+                .zip(&per_block)
+                .enumerate()
+                .map(|(t, ((mine, cells), per_block))| {
                     scope.spawn(move || {
-                        let mut at = base;
-                        for (c, start) in starts.iter_mut().enumerate() {
-                            *start = at;
-                            for count in counts.iter_mut() {
-                                let k = count[c];
-                                count[c] = at;
-                                at += k;
+                        let mut at = Vec::with_capacity(blocks + 1);
+                        let mut sum = 0;
+                        for &c in per_block {
+                            at.push(sum);
+                            sum += c as usize;
+                        }
+                        at.push(sum);
+                        let mut cursor = at.clone();
+                        let mut records = huge_zeroed::<[u32; 4]>(mine.len());
+                        let mut record_cells = huge_zeroed::<u32>(mine.len());
+                        for (k, (p, &c)) in mine.iter().zip(cells).enumerate() {
+                            let slot = &mut cursor[(c >> shift) as usize];
+                            records[*slot] = [
+                                p[0].to_bits(),
+                                p[1].to_bits(),
+                                p[2].to_bits(),
+                                (t * chunk + k) as u32,
+                            ];
+                            record_cells[*slot] = c;
+                            *slot += 1;
+                        }
+                        Run {
+                            at,
+                            records,
+                            cells: record_cells,
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("sort threads do not panic"))
+                .collect()
+        });
+        drop((cells, per_block));
+        // Pass 3, per run of blocks with about equal points: each block's
+        // cells counted, their starts, and the block's points in cell order
+        // (chunk after chunk, so input order within a cell).
+        let mut starts = vec![0u32; total + 1];
+        starts[total] = n as u32;
+        let mut xs = huge_vec(n + PAD, f32::INFINITY);
+        let mut ys = huge_vec(n + PAD, f32::INFINITY);
+        let mut zs = huge_vec(n + PAD, f32::INFINITY);
+        let mut ids = huge_zeroed::<u32>(n + PAD);
+        {
+            let mut cuts = vec![0usize];
+            for t in 1..threads {
+                let want = n * t / threads;
+                let b = block_start.partition_point(|&s| s < want).min(blocks);
+                cuts.push(b.max(*cuts.last().expect("cuts start with 0")));
+            }
+            cuts.push(blocks);
+            let mut rest = (
+                &mut starts[..total],
+                &mut xs[..n],
+                &mut ys[..n],
+                &mut zs[..n],
+                &mut ids[..n],
+            );
+            let mut jobs = Vec::new();
+            for w in cuts.windows(2) {
+                let (b0, b1) = (w[0], w[1]);
+                let cells = (b1 << shift).min(total) - (b0 << shift).min(total);
+                let len = block_start[b1] - block_start[b0];
+                let (st, sr) = std::mem::take(&mut rest.0).split_at_mut(cells);
+                let (x, xr) = std::mem::take(&mut rest.1).split_at_mut(len);
+                let (y, yr) = std::mem::take(&mut rest.2).split_at_mut(len);
+                let (z, zr) = std::mem::take(&mut rest.3).split_at_mut(len);
+                let (i, ir) = std::mem::take(&mut rest.4).split_at_mut(len);
+                rest = (sr, xr, yr, zr, ir);
+                jobs.push((b0, b1, st, x, y, z, i));
+            }
+            let (runs, block_start) = (&runs, &block_start);
+            std::thread::scope(|scope| {
+                for (b0, b1, st, x, y, z, i) in jobs {
+                    scope.spawn(move || {
+                        let (first_cell, first_point) = ((b0 << shift).min(total), block_start[b0]);
+                        let mut count = vec![0u32; 1 << shift];
+                        for b in b0..b1 {
+                            let c0 = (b << shift).min(total);
+                            let c1 = ((b + 1) << shift).min(total);
+                            let count = &mut count[..c1 - c0];
+                            count.fill(0);
+                            for run in runs {
+                                for &c in &run.cells[run.at[b]..run.at[b + 1]] {
+                                    count[c as usize - c0] += 1;
+                                }
+                            }
+                            let mut at = (block_start[b] - first_point) as u32;
+                            for (k, n) in count.iter_mut().enumerate() {
+                                st[c0 - first_cell + k] = at + first_point as u32;
+                                let here = *n;
+                                *n = at;
+                                at += here;
+                            }
+                            for run in runs {
+                                let (from, to) = (run.at[b], run.at[b + 1]);
+                                for (r, &c) in
+                                    run.records[from..to].iter().zip(&run.cells[from..to])
+                                {
+                                    let slot = &mut count[c as usize - c0];
+                                    let s = *slot as usize;
+                                    x[s] = f32::from_bits(r[0]);
+                                    y[s] = f32::from_bits(r[1]);
+                                    z[s] = f32::from_bits(r[2]);
+                                    i[s] = r[3];
+                                    *slot += 1;
+                                }
                             }
                         }
                     });
                 }
             });
         }
-        starts[total] = n as u32;
-        // Each chunk writes its points as records of 16 bytes (one cache
-        // line touched per point), split into the coordinate arrays after.
-        // Every record is written once, by one thread (the cursors of the
-        // chunks cover disjoint ranges); relaxed atomic stores are plain
-        // stores on x86-64 and ARM.
-        let records: Vec<[AtomicU64; 2]> = {
-            let mut v = Vec::with_capacity(n);
-            advise_huge_pages(v.spare_capacity_mut());
-            v.resize_with(n, || [AtomicU64::new(0), AtomicU64::new(0)]);
-            v
-        };
-        std::thread::scope(|scope| {
-            for (t, ((mine, cells), cursor)) in points
-                .chunks(sort_chunk)
-                .zip(&cells)
-                .zip(counts.iter_mut())
-                .enumerate()
-            {
-                let records = &records;
-                scope.spawn(move || {
-                    for (k, (p, &c)) in mine.iter().zip(cells).enumerate() {
-                        let at = &mut cursor[c as usize];
-                        let r = &records[*at as usize];
-                        let input = (t * sort_chunk + k) as u64;
-                        r[0].store(
-                            u64::from(p[0].to_bits()) | u64::from(p[1].to_bits()) << 32,
-                            Relaxed,
-                        );
-                        r[1].store(u64::from(p[2].to_bits()) | input << 32, Relaxed);
-                        *at += 1;
-                    }
-                });
-            }
-        });
-        drop((cells, counts));
-        // The coordinate arrays and the input indices, each built by one
-        // thread reading the records in order (nothing to clear first).
-        let word = |r: &[AtomicU64; 2], k: usize| -> u32 {
-            let w = r[k / 2].load(Relaxed);
-            if k.is_multiple_of(2) {
-                w as u32
-            } else {
-                (w >> 32) as u32
-            }
-        };
-        let coordinate = |k: usize| -> Vec<f32> {
-            let mut v = Vec::with_capacity(n + PAD);
-            advise_huge_pages(v.spare_capacity_mut());
-            v.extend(records.iter().map(|r| f32::from_bits(word(r, k))));
-            v.resize(n + PAD, f32::INFINITY);
-            v
-        };
-        let input_ids = || -> Vec<u32> {
-            let mut v = Vec::with_capacity(n + PAD);
-            advise_huge_pages(v.spare_capacity_mut());
-            v.extend(records.iter().map(|r| word(r, 3)));
-            v.resize(n + PAD, 0);
-            v
-        };
-        let workers = threads.min(4);
-        let mut coords: [Vec<f32>; 3] = Default::default();
-        let mut ids = Vec::new();
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers)
-                .map(|t| {
-                    let (coordinate, input_ids) = (&coordinate, &input_ids);
-                    scope.spawn(move || {
-                        let mine: Vec<usize> = (t..4).step_by(workers).collect();
-                        let built: Vec<(usize, Vec<f32>)> = mine
-                            .iter()
-                            .filter(|&&k| k < 3)
-                            .map(|&k| (k, coordinate(k)))
-                            .collect();
-                        (built, mine.contains(&3).then(input_ids))
-                    })
-                })
-                .collect();
-            for h in handles {
-                let (built, input) = h.join().expect("column threads do not panic");
-                for (k, v) in built {
-                    coords[k] = v;
-                }
-                if let Some(v) = input {
-                    ids = v;
-                }
-            }
-        });
-        let [xs, ys, zs] = coords;
         Ok(Self {
             origin: lo,
             cell,
@@ -375,8 +391,8 @@ mod tests {
 
     #[test]
     fn the_sort_is_stable_and_the_same_on_any_thread_count() {
-        // Dense (cells fewer than points: every thread sorts a chunk) and
-        // sparse (cells outnumber points: one chunk sorts).
+        // Dense (several points per cell, many blocks) and sparse (cells
+        // outnumber points: few blocks of many cells).
         for (scale, radius) in [(1.0, 0.08), (50.0, 0.5)] {
             let pts = points(5000, scale);
             let one = CellGrid::new(&pts, radius, 1 << 22, 1).expect("a grid");
