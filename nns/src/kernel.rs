@@ -35,13 +35,17 @@ pub struct Sink {
 /// Entries a vector build may write past the end of a [`Sink`] at once.
 pub const SINK_ROOM: usize = 16;
 
+/// Entries a [`Sink`] clears at a time within its reserved room (64 KiB).
+const SINK_STEP: usize = 16 * 1024;
+
 impl Sink {
-    /// An empty sink with room for about `n` entries.
+    /// An empty sink with room for about `n` entries: reserved, not
+    /// written (the buffer is cleared [`SINK_STEP`] entries at a time as it
+    /// fills, while those are about to be written anyway).
     pub fn with_capacity(n: usize) -> Self {
-        Self {
-            buf: huge_zeroed(n + SINK_ROOM),
-            len: 0,
-        }
+        let mut buf = Vec::with_capacity(n + SINK_ROOM);
+        advise_huge_pages(buf.spare_capacity_mut());
+        Self { buf, len: 0 }
     }
 
     /// Entries kept.
@@ -91,7 +95,13 @@ impl Sink {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, n: usize) {
-        let size = (self.buf.len() * 2).max(self.len + n + SINK_ROOM).max(1024);
+        let need = self.len + n + SINK_ROOM;
+        let size = if need <= self.buf.capacity() {
+            // Within the reserved room: clear one more step of it.
+            (self.buf.len() + SINK_STEP).max(need).min(self.buf.capacity())
+        } else {
+            (self.buf.len() * 2).max(need)
+        };
         self.buf.resize(size, 0);
     }
 
