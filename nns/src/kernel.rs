@@ -909,14 +909,41 @@ pub fn input_order_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> sup
             });
         }
     });
-    let mut offsets = Vec::with_capacity(n + 1);
-    advise_huge_pages(offsets.spare_capacity_mut());
-    let mut at = 0u64;
-    offsets.push(0);
-    for c in &by_input {
-        at += u64::from(c.load(std::sync::atomic::Ordering::Relaxed));
-        offsets.push(at);
-    }
+    // Their prefix sum, in parallel: each thread's total, then its run of
+    // offsets from the totals before it.
+    let load =
+        |c: &std::sync::atomic::AtomicU32| u64::from(c.load(std::sync::atomic::Ordering::Relaxed));
+    let totals: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = by_input
+            .chunks(chunk)
+            .map(|mine| scope.spawn(move || mine.iter().map(load).sum::<u64>()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("prefix threads do not panic"))
+            .collect()
+    });
+    let at: u64 = totals.iter().sum();
+    let mut offsets = huge_vec(n + 1, 0u64);
+    offsets[n] = at;
+    std::thread::scope(|scope| {
+        let mut base = 0;
+        for ((mine, out), total) in by_input
+            .chunks(chunk)
+            .zip(offsets.chunks_mut(chunk))
+            .zip(&totals)
+        {
+            let from = base;
+            base += total;
+            scope.spawn(move || {
+                let mut at = from;
+                for (c, o) in mine.iter().zip(out) {
+                    *o = at;
+                    at += load(c);
+                }
+            });
+        }
+    });
     drop(by_input);
     // Each point's slot, in box order: random reads, but independent ones
     // in tight loops on every thread (the fill below then reads them in
