@@ -967,22 +967,35 @@ pub fn input_order_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> sup
                 let before = k.checked_sub(1).map(|j| &parts[j]);
                 let (out, slots, counts) = (&out, &slots, &counts);
                 scope.spawn(move || {
-                    let back = PartBack::transpose(bx, before, part, ids, counts);
-                    for l in part.first..part.end() {
-                        // The slot of a list a few points ahead.
-                        if let Some(&ahead) = slots.get(l + PREFETCH_AHEAD) {
-                            out.prefetch(ahead as usize);
-                            out.prefetch(ahead as usize + 15);
+                    let mut back = WindowBack::default();
+                    let (mut z, mut lo) = (part.layers.0, 0);
+                    while lo < part.len() {
+                        // A window of whole layers, at least WINDOW_PAIRS pairs.
+                        let mut hi = lo;
+                        while hi < part.len()
+                            && ((part.edge_at[hi] - part.edge_at[lo]) as usize) < WINDOW_PAIRS
+                        {
+                            z += 1;
+                            hi = bx.layer_base(z) - part.first;
                         }
-                        let i = l - part.first;
-                        let written = out.write_list(
-                            slots[l] as usize,
-                            back.of(i),
-                            part.edges_of(i),
-                            ids,
-                            part.own_of(i),
-                        );
-                        assert_eq!(written, counts[l] as usize, "list length of point {l}");
+                        back.transpose(bx, before, part, (lo, hi), ids, counts);
+                        for i in lo..hi {
+                            let l = part.first + i;
+                            // The slot of a list a few points ahead.
+                            if let Some(&ahead) = slots.get(l + PREFETCH_AHEAD) {
+                                out.prefetch(ahead as usize);
+                                out.prefetch(ahead as usize + 15);
+                            }
+                            let written = out.write_list(
+                                slots[l] as usize,
+                                back.of(i - lo),
+                                part.edges_of(i),
+                                ids,
+                                part.own_of(i),
+                            );
+                            assert_eq!(written, counts[l] as usize, "list length of point {l}");
+                        }
+                        lo = hi;
                     }
                 });
             }
@@ -995,87 +1008,127 @@ pub fn input_order_lists(bx: &BoxIndex, ids: &[u32], parts: &[HalfShell]) -> sup
 /// slots follow the input order, so each is a cache miss).
 const PREFETCH_AHEAD: usize = 64;
 
-/// The earlier finders of one part's points (in box order), transposed
-/// from the pairs the part found and those the last layer of the part
-/// before found in the part's first layer.
+/// The earlier finders of a window of one part's points (whole layers,
+/// in box order), transposed from the pairs found by the layer before the
+/// window and by the window's own points. The buffers are kept from one
+/// window to the next.
 #[derive(Debug, Default)]
-struct PartBack {
-    /// Point `i`'s finders are `found[at[i]..at[i + 1]]`.
+struct WindowBack {
+    /// Window point `i`'s finders are `found[at[i]..at[i + 1]]`.
     at: Vec<usize>,
+    /// The finders.
     found: Vec<u32>,
+    /// Where each window point's next finder goes.
+    cursor: Vec<u32>,
+    /// Each pair's finder, pair by pair.
+    finder: Vec<u32>,
 }
 
-/// Entries [`PartBack::transpose`] writes at once when it labels each pair
-/// with its finder.
+/// Pairs found by a window of [`WindowBack`] at least (whole layers): its
+/// buffers take 8 bytes per pair (32 MiB), so that memory stays bounded
+/// on any input while each window's passes stay long and flat. (Small in
+/// this crate's tests, so that their searches cross many windows.)
+const WINDOW_PAIRS: usize = if cfg!(test) { 256 } else { 4 << 20 };
+
+/// The last layer of the window of `part` that ends at point `hi` (an
+/// index in the part, at the end of a layer).
+fn window_last_layer(bx: &BoxIndex, part: &HalfShell, hi: usize) -> u32 {
+    (part.layers.0..part.layers.1)
+        .rev()
+        .find(|&z| bx.layer_base(z) - part.first < hi)
+        .expect("a window holds a point")
+}
+
+/// Entries [`WindowBack::transpose`] writes at once when it labels each
+/// pair with its finder.
 const LABEL: usize = 16;
 
-impl PartBack {
-    /// The finders of `part`'s points (`before` is the part before).
+impl WindowBack {
+    /// The finders of `part`'s points `lo..hi` (indices in the part, whole
+    /// layers; `before` is the part before).
     fn transpose(
+        &mut self,
         bx: &BoxIndex,
         before: Option<&HalfShell>,
         part: &HalfShell,
+        (lo, hi): (usize, usize),
         ids: &[u32],
         counts: &[u32],
-    ) -> Self {
-        let (n, first) = (part.len(), part.first);
+    ) {
+        let (len, first) = (hi - lo, part.first + lo);
         // Each point's finders: its list length less what it found.
-        let mut at = Vec::with_capacity(n + 1);
-        at.push(0);
+        self.at.clear();
+        self.at.push(0);
         let mut sum = 0;
-        for i in 0..n {
-            sum += counts[first + i] as usize - part.found(i);
-            at.push(sum);
+        for i in lo..hi {
+            sum += counts[part.first + i] as usize - part.found(i);
+            self.at.push(sum);
         }
-        let mut found = huge_zeroed::<u32>(sum);
-        // Where each point's next finder goes (u32: half the cache of a
-        // usize; a part holds fewer than 2^32 pairs, as `entry_index`).
-        let mut cursor: Vec<u32> = at[..n].iter().map(|&a| entry_index(a)).collect();
-        // Finders in the last layer of the part before, in box order.
-        if let Some(b) = before {
-            for l in b.last_layer(bx)..b.len() {
-                for &t in b.next_layer_edges(l) {
+        if self.found.len() < sum {
+            self.found.resize(sum, 0);
+        }
+        self.cursor.clear();
+        self.cursor
+            .extend(self.at[..len].iter().map(|&a| entry_index(a)));
+        // Finders in the layer before the window (in this part, or the
+        // last layer of the part before), in box order: the pairs they
+        // found in the next layer.
+        let layer_before = if lo > 0 {
+            let z = (part.layers.0..part.layers.1)
+                .find(|&z| bx.layer_base(z + 1) - part.first == lo)
+                .expect("windows are whole layers");
+            Some((part, bx.layer_base(z) - part.first, lo))
+        } else {
+            before.map(|b| (b, b.last_layer(bx), b.len()))
+        };
+        let (cursor, found) = (&mut self.cursor, &mut self.found);
+        if let Some((src, l0, l1)) = layer_before {
+            for l in l0..l1 {
+                for &t in src.next_layer_edges(l) {
                     let c = &mut cursor[t as usize - first];
-                    found[*c as usize] = ids[b.first + l];
+                    found[*c as usize] = ids[src.first + l];
                     *c += 1;
                 }
             }
         }
-        // Then the part's own pairs: before its last layer all of them, in
-        // one flat pass (each pair labelled with its finder first, sixteen
-        // labels at a time: no loop per point, whose varying length the
-        // branch predictor would miss); in the last layer those within it.
-        let last = part.last_layer(bx);
-        let flat = part.edge_at[last] as usize;
-        let mut finder = huge_zeroed::<u32>(flat + LABEL);
-        for l in 0..last {
-            let (from, to) = (part.edge_at[l] as usize, part.edge_at[l + 1] as usize);
-            let id = ids[first + l];
+        // Then the window's own pairs: before its last layer all of them,
+        // in one flat pass (each pair labelled with its finder first,
+        // sixteen labels at a time: no loop per point, whose varying length
+        // the branch predictor would miss); in the last layer those within
+        // it.
+        let last = bx.layer_base(window_last_layer(bx, part, hi)) - part.first;
+        let (base, end) = (part.edge_at[lo] as usize, part.edge_at[last] as usize);
+        if self.finder.len() < end - base + LABEL {
+            self.finder.resize(end - base + LABEL, 0);
+        }
+        for l in lo..last {
+            let from = part.edge_at[l] as usize - base;
+            let to = part.edge_at[l + 1] as usize - base;
+            let id = ids[part.first + l];
             let mut e = from;
             loop {
-                finder[e..e + LABEL].fill(id);
+                self.finder[e..e + LABEL].fill(id);
                 e += LABEL;
                 if e >= to {
                     break;
                 }
             }
         }
-        for (&t, &id) in part.edges[..flat].iter().zip(&finder) {
+        for (&t, &id) in part.edges[base..end].iter().zip(&self.finder) {
             let c = &mut cursor[t as usize - first];
             found[*c as usize] = id;
             *c += 1;
         }
-        for l in last..n {
+        for l in last..hi {
             for &t in part.same_layer_edges(l) {
                 let c = &mut cursor[t as usize - first];
-                found[*c as usize] = ids[first + l];
+                found[*c as usize] = ids[part.first + l];
                 *c += 1;
             }
         }
-        Self { at, found }
     }
 
-    /// The finders of the part's point `i`, in box order.
+    /// The finders of the window's point `i`, in box order.
     fn of(&self, i: usize) -> &[u32] {
         &self.found[self.at[i]..self.at[i + 1]]
     }

@@ -89,11 +89,14 @@ struct Variant {
 
 /// Bytes the CPU path moves through memory per query with `k` neighbours
 /// per point, from the sizes of the arrays it writes and reads once each:
-/// the grid (points, cells, records, coordinates: 80 B), the half-shell
-/// pass (coordinates, per-point ends: 24 B, pairs 2k B), the lists (pairs
-/// read twice 4k B, counts, offsets and slots 48 B, the output 4k B).
+/// the grid (points read twice 24 B, cells 8 B, records and their cells
+/// written and read 40 B, coordinates 16 B: 88 B), the half-shell pass
+/// (coordinates, per-point ends: 24 B, pairs 2k B), the lists (pairs read
+/// by the lengths and the transpose 4k B, finder labels and transposed
+/// finders written and read 8k B, counts, offsets and slots 48 B, the
+/// output 4k B).
 fn bytes_per_query(k: f64) -> f64 {
-    152.0 + 10.0 * k
+    160.0 + 18.0 * k
 }
 
 /// All rows of the group.
