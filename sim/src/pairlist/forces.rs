@@ -293,15 +293,22 @@ impl PairInputs<'_> {
                 fi[a] += out.f[a][l];
                 ti[a] += out.tn[a][l] * ri;
             }
-            let (fj, tj) = (&mut c.force[j], &mut c.torque[j]);
+            // The partner's two records read, summed and written whole.
+            let (mut fj, mut tj) = (c.force[j], c.torque[j]);
             for a in 0..3 {
                 fj[a] -= out.f[a][l];
                 tj[a] += out.tn[a][l] * rj;
             }
             if roll {
                 for a in 0..3 {
-                    ti[a] -= out.m[a][l];
                     tj[a] += out.m[a][l];
+                }
+            }
+            c.force[j] = fj;
+            c.torque[j] = tj;
+            if roll {
+                for a in 0..3 {
+                    ti[a] -= out.m[a][l];
                 }
             }
             touching += 1;
@@ -543,8 +550,24 @@ impl ParticleStart<'_> {
         let base = c.base;
         let wall0 = self.wall_row[base] as usize;
         let mut touching = 0;
-        for k in 0..c.pos.len() {
-            let i = base + k;
+        let n = c.pos.len();
+        let mut next = 0;
+        while next < n {
+            let (k, i) = (next, base + next);
+            if k + LANES <= n && self.wall_row[i] == self.wall_row[i + LANES] {
+                // Sixteen particles with no wall: gravity only, sixteen lanes.
+                let r = k..k + LANES;
+                if dispatch::gravity16(
+                    &c.vel[r.clone()],
+                    &mut c.force[r.clone()],
+                    &mut c.torque[r],
+                    self.gravity,
+                ) {
+                    next += LANES;
+                    continue;
+                }
+            }
+            next += 1;
             let (a, b) = (self.wall_row[i] as usize, self.wall_row[i + 1] as usize);
             if a == b {
                 // No wall within reach: gravity only.

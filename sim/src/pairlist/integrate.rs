@@ -5,6 +5,8 @@
 
 use rayon::prelude::*;
 
+use super::dispatch;
+use super::lanes::LANES;
 use super::{MIN_LEN, PairListSim};
 use crate::setup::{FREE, escaped_face};
 use crate::stages::bodies::{body_begin, body_end, body_particle, body_reduce};
@@ -144,7 +146,54 @@ impl VerletUpdate {
     ) -> Found {
         let (h, dt) = (self.h, self.dt);
         let mut acc = Found::NONE;
-        for i in 0..x.len() {
+        let mut first = 0;
+        if self.all_free && self.close && self.open && dispatch::has_wide_update() {
+            // Sixteen at a time while `x_ref` has a seventeenth record (the
+            // wide loads read 16 bytes of each 12-byte one); a block with
+            // a particle gone wrong is redone below, one by one.
+            let step = dispatch::VerletStep {
+                h,
+                dt,
+                lo: self.limits.lo,
+                hi: self.limits.hi,
+            };
+            while first + LANES < x.len() {
+                let r = first..first + LANES;
+                match dispatch::verlet16(
+                    &mut x[r.clone()],
+                    &mut v[r.clone()],
+                    &mut w[r.clone()],
+                    &f[r.clone()],
+                    &t[r.clone()],
+                    &x_ref[first..=first + LANES],
+                    &step,
+                ) {
+                    Some(d2) => acc.disp2 = acc.disp2.max(d2),
+                    None => acc = acc.merge(self.one_by_one(r.clone(), x, v, w, f, t, meta, x_ref)),
+                }
+                first += LANES;
+            }
+        }
+        acc.merge(self.one_by_one(first..x.len(), x, v, w, f, t, meta, x_ref))
+    }
+
+    /// [`VerletUpdate::block`] on the particles `range`, one at a time.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn one_by_one(
+        &self,
+        range: std::ops::Range<usize>,
+        x: &mut [[f32; 4]],
+        v: &mut [[f32; 4]],
+        w: &mut [[f32; 4]],
+        f: &[[f32; 4]],
+        t: &[[f32; 4]],
+        meta: &[[u32; 4]],
+        x_ref: &[[f32; 3]],
+    ) -> Found {
+        let (h, dt) = (self.h, self.dt);
+        let mut acc = Found::NONE;
+        for i in range {
             if !self.all_free && meta[i][2] != FREE {
                 continue;
             }

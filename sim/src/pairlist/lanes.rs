@@ -154,7 +154,8 @@ pub fn fill_roll(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
 
 /// Touching pairs found by the wide prefilter and not yet evaluated: room
 /// for one batch plus one block of [`LANES`] more, with each pair's indices
-/// ([`LaneIndex`] fields) and both particles' positions and radii.
+/// ([`LaneIndex`] fields), both particles' positions and radii, and the
+/// pair's stored spring.
 #[derive(Debug, Clone, Copy)]
 pub struct Pending {
     /// Owner (chunk index).
@@ -169,6 +170,8 @@ pub struct Pending {
     pub pi: [[f32; 2 * LANES]; 4],
     /// Partner position and radius.
     pub pj: [[f32; 2 * LANES]; 4],
+    /// Stored tangential spring, m.
+    pub xi: [[f32; 2 * LANES]; 3],
     /// Pairs held.
     pub used: usize,
 }
@@ -182,6 +185,7 @@ impl Default for Pending {
             pair: [0; 2 * LANES],
             pi: [[0.0; 2 * LANES]; 4],
             pj: [[0.0; 2 * LANES]; 4],
+            xi: [[0.0; 2 * LANES]; 3],
             used: 0,
         }
     }
@@ -189,7 +193,7 @@ impl Default for Pending {
 
 impl Pending {
     /// Moves the first [`LANES`] pairs (or all, if fewer) into `idx` and
-    /// the positions of `b`, and the rest to the front; returns how many
+    /// the positions and springs of `b`, and the rest to the front; returns how many
     /// moved. Every copy is a whole [`LANES`] elements (a few vector moves,
     /// no call): the lanes past the moved pairs carry earlier pending
     /// entries, valid indices of the same chunk, and are ignored.
@@ -207,6 +211,9 @@ impl Pending {
             b.pi[a] = head(&self.pi[a]);
             b.pj[a] = head(&self.pj[a]);
         }
+        for a in 0..3 {
+            b.xi[a] = head(&self.xi[a]);
+        }
         // n <= LANES, so n..n + LANES lies inside the 2 * LANES arrays.
         self.i.copy_within(n..n + LANES, 0);
         self.j.copy_within(n..n + LANES, 0);
@@ -215,6 +222,9 @@ impl Pending {
         for a in 0..4 {
             self.pi[a].copy_within(n..n + LANES, 0);
             self.pj[a].copy_within(n..n + LANES, 0);
+        }
+        for a in 0..3 {
+            self.xi[a].copy_within(n..n + LANES, 0);
         }
         self.used -= n;
         n
