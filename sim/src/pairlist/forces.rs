@@ -551,62 +551,64 @@ impl ParticleStart<'_> {
         let wall0 = self.wall_row[base] as usize;
         let mut touching = 0;
         let n = c.pos.len();
-        let mut next = 0;
-        while next < n {
-            let (k, i) = (next, base + next);
-            if k + LANES <= n && self.wall_row[i] == self.wall_row[i + LANES] {
-                // Sixteen particles with no wall: gravity only, sixteen lanes.
-                let r = k..k + LANES;
-                if dispatch::gravity16(
-                    &c.vel[r.clone()],
-                    &mut c.force[r.clone()],
-                    &mut c.torque[r],
+        for first in (0..n).step_by(LANES) {
+            let end = (first + LANES).min(n);
+            // Gravity on sixteen particles at a time; the ones with a wall
+            // in reach are then started one by one (which overwrites it).
+            let wide = end - first == LANES
+                && dispatch::gravity16(
+                    &c.vel[first..end],
+                    &mut c.force[first..end],
+                    &mut c.torque[first..end],
                     self.gravity,
-                ) {
-                    next += LANES;
-                    continue;
-                }
-            }
-            next += 1;
-            let (a, b) = (self.wall_row[i] as usize, self.wall_row[i + 1] as usize);
-            if a == b {
-                // No wall within reach: gravity only.
-                let v = c.vel[k];
-                let m_i = if v[3] > 0.0 { 1.0 / v[3] } else { 0.0 };
-                let g = scale(self.gravity, m_i);
-                c.force[k] = [g[0], g[1], g[2], 0.0];
-                c.torque[k] = [0.0; 4];
+                );
+            if wide && self.wall_row[base + first] == self.wall_row[base + end] {
                 continue;
             }
-            let (f, t, n) = particle_start(
-                &c.pos[k],
-                &c.vel[k],
-                &c.angvel[k],
-                self.gravity,
-                self.time,
-                ParticleWalls {
-                    params: self.walls,
-                    wall_of: &self.wall_of[a..b],
-                    constants: &self.wall_constants[a..b],
-                    mu_roll: if self.wall_mu_roll.is_empty() {
-                        &[]
-                    } else {
-                        &self.wall_mu_roll[a..b]
+            for k in first..end {
+                let i = base + k;
+                let (a, b) = (self.wall_row[i] as usize, self.wall_row[i + 1] as usize);
+                if a == b {
+                    if !wide {
+                        // No wall within reach: gravity only.
+                        let v = c.vel[k];
+                        let m_i = if v[3] > 0.0 { 1.0 / v[3] } else { 0.0 };
+                        let g = scale(self.gravity, m_i);
+                        c.force[k] = [g[0], g[1], g[2], 0.0];
+                        c.torque[k] = [0.0; 4];
+                    }
+                    continue;
+                }
+                let (f, t, n) = particle_start(
+                    &c.pos[k],
+                    &c.vel[k],
+                    &c.angvel[k],
+                    self.gravity,
+                    self.time,
+                    ParticleWalls {
+                        params: self.walls,
+                        wall_of: &self.wall_of[a..b],
+                        constants: &self.wall_constants[a..b],
+                        mu_roll: if self.wall_mu_roll.is_empty() {
+                            &[]
+                        } else {
+                            &self.wall_mu_roll[a..b]
+                        },
+                        springs: &mut c.wall_spring[a - wall0..b - wall0],
+                        roll: if c.wall_roll.is_empty() {
+                            &mut []
+                        } else {
+                            &mut c.wall_roll[a - wall0..b - wall0]
+                        },
                     },
-                    springs: &mut c.wall_spring[a - wall0..b - wall0],
-                    roll: if c.wall_roll.is_empty() {
-                        &mut []
-                    } else {
-                        &mut c.wall_roll[a - wall0..b - wall0]
-                    },
-                },
-                self.hertz,
-                self.roll,
-                self.mode,
-            );
-            c.force[k] = f;
-            c.torque[k] = t;
-            touching += n;
+                    self.hertz,
+                    self.roll,
+                    self.mode,
+                );
+                c.force[k] = f;
+                c.torque[k] = t;
+                touching += n;
+            }
         }
         touching
     }
