@@ -347,6 +347,7 @@ pub fn verlet16(
             return unsafe { verlet512(x, v, w, f, t, x_ref, step) };
         }
     }
+    let _ = (x, v, w, f, t, x_ref, step);
     panic!("the wide update needs AVX-512F");
 }
 
@@ -466,6 +467,7 @@ pub fn gravity16(
             return true;
         }
     }
+    let _ = (force, torque, gravity);
     false
 }
 
