@@ -8,7 +8,8 @@
 //! on this CPU (read once, in [`has_avx512`] and [`has_avx2`];
 //! `PELLET_SIMD` may only lower the level). The pair kernels themselves
 //! contain no unsafe code (they inline the safe [`lanes::pair_forces`]);
-//! the gathers check their indices before they load. Without the features, or off
+//! the record loads, gathers and sixteen-particle updates check their
+//! indices and lengths before they load. Without the features, or off
 //! x86-64, the portable build of the same function runs. Every build gives
 //! bit-identical results (see [`lanes`]).
 #![allow(unsafe_code)]
