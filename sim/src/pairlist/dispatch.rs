@@ -226,29 +226,46 @@ unsafe fn records512(
 ) -> [std::arch::x86_64::__m512; 4] {
     use std::arch::x86_64::*;
     // SAFETY: the caller's contract: every record read is inside the slice.
-    unsafe {
-        let rec = |l: usize| _mm_loadu_ps(base.add(index[l] as usize).cast());
-        // Vector `o` holds records o, o + 4, o + 8 and o + 12, one per lane.
-        let four = |o: usize| {
-            let v = _mm512_castps128_ps512(rec(o));
-            let v = _mm512_insertf32x4::<1>(v, rec(o + 4));
-            let v = _mm512_insertf32x4::<2>(v, rec(o + 8));
-            _mm512_insertf32x4::<3>(v, rec(o + 12))
-        };
-        let (a, b, c, d) = (four(0), four(1), four(2), four(3));
-        // Within each lane k (records 4k..4k + 4): interleave pairs, then
-        // pairs of pairs.
-        let ab_lo = _mm512_castps_pd(_mm512_unpacklo_ps(a, b));
-        let ab_hi = _mm512_castps_pd(_mm512_unpackhi_ps(a, b));
-        let cd_lo = _mm512_castps_pd(_mm512_unpacklo_ps(c, d));
-        let cd_hi = _mm512_castps_pd(_mm512_unpackhi_ps(c, d));
-        [
-            _mm512_castpd_ps(_mm512_unpacklo_pd(ab_lo, cd_lo)),
-            _mm512_castpd_ps(_mm512_unpackhi_pd(ab_lo, cd_lo)),
-            _mm512_castpd_ps(_mm512_unpacklo_pd(ab_hi, cd_hi)),
-            _mm512_castpd_ps(_mm512_unpackhi_pd(ab_hi, cd_hi)),
-        ]
-    }
+    transposed512(|l| unsafe { _mm_loadu_ps(base.add(index[l] as usize).cast()) })
+}
+
+/// The sixteen 4-float rows `row(0..16)`, one vector per component: four
+/// rows per 128-bit lane of four vectors, then [`transpose_lanes512`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transposed512(
+    row: impl Fn(usize) -> std::arch::x86_64::__m128,
+) -> [std::arch::x86_64::__m512; 4] {
+    use std::arch::x86_64::*;
+    // Vector `o` holds rows o, o + 4, o + 8 and o + 12, one per lane.
+    let four = |o: usize| {
+        let v = _mm512_castps128_ps512(row(o));
+        let v = _mm512_insertf32x4::<1>(v, row(o + 4));
+        let v = _mm512_insertf32x4::<2>(v, row(o + 8));
+        _mm512_insertf32x4::<3>(v, row(o + 12))
+    };
+    transpose_lanes512([four(0), four(1), four(2), four(3)])
+}
+
+/// A 4x4 transpose inside each 128-bit lane: element `e` of lane `k` of
+/// `v[m]` goes to element `m` of lane `k` of the result's vector `e`
+/// (interleave pairs, then pairs of pairs). Its own inverse.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose_lanes512(v: [std::arch::x86_64::__m512; 4]) -> [std::arch::x86_64::__m512; 4] {
+    use std::arch::x86_64::*;
+    let ab_lo = _mm512_castps_pd(_mm512_unpacklo_ps(v[0], v[1]));
+    let ab_hi = _mm512_castps_pd(_mm512_unpackhi_ps(v[0], v[1]));
+    let cd_lo = _mm512_castps_pd(_mm512_unpacklo_ps(v[2], v[3]));
+    let cd_hi = _mm512_castps_pd(_mm512_unpackhi_ps(v[2], v[3]));
+    [
+        _mm512_castpd_ps(_mm512_unpacklo_pd(ab_lo, cd_lo)),
+        _mm512_castpd_ps(_mm512_unpackhi_pd(ab_lo, cd_lo)),
+        _mm512_castpd_ps(_mm512_unpacklo_pd(ab_hi, cd_hi)),
+        _mm512_castpd_ps(_mm512_unpackhi_pd(ab_hi, cd_hi)),
+    ]
 }
 
 /// Sixteen consecutive `[f32; 4]` records from four vectors of components
@@ -264,17 +281,8 @@ unsafe fn records512(
 #[inline]
 unsafe fn store_records512(base: *mut [f32; 4], c: [std::arch::x86_64::__m512; 4]) {
     use std::arch::x86_64::*;
-    let xy_lo = _mm512_castps_pd(_mm512_unpacklo_ps(c[0], c[1]));
-    let xy_hi = _mm512_castps_pd(_mm512_unpackhi_ps(c[0], c[1]));
-    let zw_lo = _mm512_castps_pd(_mm512_unpacklo_ps(c[2], c[3]));
-    let zw_hi = _mm512_castps_pd(_mm512_unpackhi_ps(c[2], c[3]));
     // Lane k of r[m] is record 4k + m.
-    let r = [
-        _mm512_castpd_ps(_mm512_unpacklo_pd(xy_lo, zw_lo)),
-        _mm512_castpd_ps(_mm512_unpackhi_pd(xy_lo, zw_lo)),
-        _mm512_castpd_ps(_mm512_unpacklo_pd(xy_hi, zw_hi)),
-        _mm512_castpd_ps(_mm512_unpackhi_pd(xy_hi, zw_hi)),
-    ];
+    let r = transpose_lanes512(c);
     let (t0, t1) = (
         _mm512_shuffle_f32x4::<0x44>(r[0], r[1]),
         _mm512_shuffle_f32x4::<0x44>(r[2], r[3]),
@@ -376,23 +384,7 @@ unsafe fn verlet512(
         let [mut wx, mut wy, mut wz, ww] = records512(w.as_ptr(), &SEQ);
         let [fx, fy, fz, _] = records512(f.as_ptr(), &SEQ);
         let [tx, ty, tz, _] = records512(t.as_ptr(), &SEQ);
-        let rec = |l: usize| _mm_loadu_ps(x_ref.as_ptr().add(l).cast());
-        let four = |o: usize| {
-            let r = _mm512_castps128_ps512(rec(o));
-            let r = _mm512_insertf32x4::<1>(r, rec(o + 4));
-            let r = _mm512_insertf32x4::<2>(r, rec(o + 8));
-            _mm512_insertf32x4::<3>(r, rec(o + 12))
-        };
-        let (a, b, c, d) = (four(0), four(1), four(2), four(3));
-        let ab_lo = _mm512_castps_pd(_mm512_unpacklo_ps(a, b));
-        let ab_hi = _mm512_castps_pd(_mm512_unpackhi_ps(a, b));
-        let cd_lo = _mm512_castps_pd(_mm512_unpacklo_ps(c, d));
-        let cd_hi = _mm512_castps_pd(_mm512_unpackhi_ps(c, d));
-        let (rx, ry, rz) = (
-            _mm512_castpd_ps(_mm512_unpacklo_pd(ab_lo, cd_lo)),
-            _mm512_castpd_ps(_mm512_unpackhi_pd(ab_lo, cd_lo)),
-            _mm512_castpd_ps(_mm512_unpacklo_pd(ab_hi, cd_hi)),
-        );
+        let [rx, ry, rz, _] = transposed512(|l| _mm_loadu_ps(x_ref.as_ptr().add(l).cast()));
         let h = _mm512_set1_ps(step.h);
         // kick: v += f * (v.w * h), twice (closing, then opening), as the
         // scalar `kick`.
