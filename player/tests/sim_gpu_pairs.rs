@@ -226,18 +226,31 @@ fn compare_stages(setup: &SimSetup, rk2: bool) {
         compare_lists(&what, &list, &gs.download_list().unwrap().unwrap());
         compare_forces(&what, &cpu, &gs);
 
-        // The two force kernels alone, from the twin's list.
-        for name in ["pair_forces", "particle_forces"] {
+        // The force kernels alone, from the twin's list; the pair forces
+        // without the count give the same springs and forces, and no count.
+        for name in ["pair_forces", "pair_forces_uncounted", "particle_forces"] {
             gs.upload(&cpu.state);
             gs.upload_list(&list).unwrap();
             gs.clear_step_counters();
             cpu.clear_step_counters();
-            if name == "pair_forces" {
-                cpu.pair_forces(&mut list, kind);
-            } else {
+            if name == "particle_forces" {
                 cpu.particle_forces(&mut list, kind);
+            } else {
+                cpu.pair_forces(&mut list, kind);
             }
             gs.stage_list_kernel(name, kind);
+            if name != "particle_forces" {
+                let counted = if name == "pair_forces" {
+                    cpu.counter(Counter::Contacts)
+                } else {
+                    0
+                };
+                assert_eq!(
+                    gs.counters().unwrap()[0],
+                    counted,
+                    "{what}: {name} contacts"
+                );
+            }
             compare_lists(
                 &format!("{what}: {name}"),
                 &list,

@@ -394,7 +394,7 @@ impl GpuSim {
     /// `pair_forces` (one invocation per pair) or `particle_forces` (one
     /// per particle).
     fn pair_kernel(&self, pass: &mut wgpu::ComputePass<'_>, name: &str, kind: ForceKind) {
-        let (groups, slot_kind) = if name == "pair_forces" {
+        let (groups, slot_kind) = if name.starts_with("pair_forces") {
             (self.pairs_slot_groups(), SLOT_PAIRS)
         } else {
             (groups_for(self.params.n), SLOT_STEP)
@@ -416,6 +416,8 @@ impl GpuSim {
     /// start-of-step copies).
     /// `check`: run the skin check (false when the fused closing/opening
     /// kick of the previous step did it and no body particles moved since).
+    /// `counted`: count the touching pairs (the batch's last step, whose
+    /// counters are read back; the others skip the count's atomics).
     /// The per-particle sums follow in [`Self::encode_step_tail`].
     fn encode_evaluation(
         &self,
@@ -423,6 +425,7 @@ impl GpuSim {
         kind: ForceKind,
         rk2: bool,
         check: bool,
+        counted: bool,
     ) {
         let n = self.params.n;
         let keys = self.params.num_keys;
@@ -456,7 +459,7 @@ impl GpuSim {
             self.rebuild_kernel(pass, "commit_rk2", g("commit_rk2"), n);
         }
         self.encode_fill(pass, kind);
-        self.pair_kernel(pass, "pair_forces", kind);
+        self.pair_kernel(pass, pair_forces_kernel(counted), kind);
     }
 
     /// What follows the pair forces of an evaluation of `kind` to the end
@@ -485,7 +488,7 @@ impl GpuSim {
             (ForceKind::Trial, _) => {
                 self.pair_kernel(pass, "particle_forces", kind);
                 self.step_kernel(pass, "rk2_mid");
-                self.encode_evaluation(pass, ForceKind::Commit, true, true);
+                self.encode_evaluation(pass, ForceKind::Commit, true, true, last);
                 self.encode_step_tail(pass, ForceKind::Commit, last);
             }
             (ForceKind::Commit, Integrator::Rk2) => {
@@ -528,10 +531,10 @@ impl GpuSim {
                     }
                     sim.step_body_kernel(pass, "body_begin");
                     sim.step_body_kernel(pass, "body_particles");
-                    sim.encode_evaluation(pass, ForceKind::Commit, false, !begun || bodies);
+                    sim.encode_evaluation(pass, ForceKind::Commit, false, !begun || bodies, last);
                     sim.encode_step_tail(pass, ForceKind::Commit, last);
                 } else {
-                    sim.encode_evaluation(pass, ForceKind::Trial, false, true);
+                    sim.encode_evaluation(pass, ForceKind::Trial, false, true, last);
                     sim.encode_step_tail(pass, ForceKind::Trial, last);
                 }
             });
@@ -542,7 +545,7 @@ impl GpuSim {
     /// Records the first evaluation (the first build, then forces).
     pub(super) fn encode_list_prime(&self, enc: &mut wgpu::CommandEncoder) {
         self.encode_pass(enc, "prime", |s, pass| {
-            s.encode_evaluation(pass, ForceKind::Prime, false, true);
+            s.encode_evaluation(pass, ForceKind::Prime, false, true, true);
             s.encode_step_tail(pass, ForceKind::Prime, true);
         });
     }
@@ -618,7 +621,7 @@ impl GpuSim {
         let mut enc = self.encoder();
         self.encode_pass(&mut enc, "resume", |s, pass| {
             s.encode_fill(pass, kind);
-            s.pair_kernel(pass, "pair_forces", kind);
+            s.pair_kernel(pass, pair_forces_kernel(remaining == 0), kind);
             s.encode_step_tail(pass, kind, remaining == 0);
         });
         // A resumed velocity Verlet step that was not the last did the
@@ -799,7 +802,7 @@ impl GpuSim {
         self.enable_all_slots();
         let mut enc = self.encoder();
         self.encode_pass(&mut enc, "evaluation", |s, pass| {
-            s.encode_evaluation(pass, kind, rk2, true);
+            s.encode_evaluation(pass, kind, rk2, true, true);
             s.pair_kernel(pass, "particle_forces", kind);
         });
         self.submit(enc);
@@ -968,4 +971,15 @@ fn scan_lens(len: u32) -> Vec<u32> {
         lens.push(last.div_ceil(WG));
     }
     lens
+}
+
+/// The pair-forces kernel of an evaluation: `pair_forces`, which also
+/// counts the touching pairs, where the counters will be read (`counted`),
+/// else `pair_forces_uncounted`.
+fn pair_forces_kernel(counted: bool) -> &'static str {
+    if counted {
+        "pair_forces"
+    } else {
+        "pair_forces_uncounted"
+    }
 }

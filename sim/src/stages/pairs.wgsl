@@ -420,6 +420,11 @@ fn pair_fill_low(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 // Each listed pair once, one invocation per pair: the force on the owner,
 // the torque term f_t x n (the owner's torque is it times r_i, the
 // partner's times r_j), and the spring kept in place (cleared once apart).
+// `pair_forces` also counts the touching pairs: the last step of a batch
+// (whose counters are read back), block-wise stepping and the stage tests
+// run it; the other steps run `pair_forces_uncounted`, the same forces
+// without the count's workgroup atomic and barrier, which cost a sixth of
+// the step on lavapipe (docs/simulation.md).
 var<workgroup> wg_touching: atomic<u32>;
 
 @compute @workgroup_size(256)
@@ -438,6 +443,14 @@ fn pair_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         if (touching > 0u) {
             atomicAdd(&counters[C_CONTACTS], 2u * touching);
         }
+    }
+}
+
+@compute @workgroup_size(256)
+fn pair_forces_uncounted(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let p = flat_index(gid, nwg);
+    if (p < min(pair_start[params.n], atomicLoad(&list_state[LS_CAPACITY]))) {
+        _ = pair_force_of(p);
     }
 }
 
@@ -463,7 +476,8 @@ fn pair_force_of(p: u32) -> bool {
         if (rolling) {
             pair_roll_m[p] = vec4<f32>(0.0);
         }
-        if (mode.commit != 0u) {
+        // A spring already cleared (every bit zero) is not written again.
+        if (mode.commit != 0u && any(bitcast<vec3<u32>>(h.xyz) != vec3<u32>(0u))) {
             pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
             if (ROLLING_MODEL == ROLL_EPSD2) {
                 pair_roll[p] = vec4<f32>(0.0);
