@@ -452,6 +452,57 @@ fn reruns_are_bit_identical_and_outgrowing_the_buffers_changes_nothing() {
     assert_eq!(a, c, "a run that outgrew its pair buffers differs");
 }
 
+#[test]
+fn rebuilds_recorded_or_on_demand_give_the_same_bits() {
+    let g = gpu();
+    for integrator in ["verlet", "rk2"] {
+        let dir = tempfile::tempdir().unwrap();
+        // Fast and colliding: rebuilds every few steps, some mid-batch.
+        let s = setup(
+            dir.path(),
+            &box_scene(
+                0.0,
+                0.2,
+                -9.81,
+                "friction = 0.3",
+                &format!("skin = 0.004\nintegrator = \"{integrator}\""),
+                true,
+            ),
+            &lattice(9, 0.01, 0.0205, 0.01, 0.0005, 1.5, 11),
+            GridMode::Auto,
+        );
+        let run = |on_demand: bool, capacity: Option<u32>| {
+            let mut sim = GpuSim::new(g.clone(), &s).unwrap();
+            sim.set_rebuild_on_demand(on_demand);
+            if let Some(c) = capacity {
+                sim.set_pair_capacity(c).unwrap();
+            }
+            sim.prime().unwrap();
+            for steps in [1, 40, 7, 40] {
+                sim.advance(steps).unwrap();
+            }
+            (state_bits(&sim), sim.rebuilds(), sim.counters().unwrap())
+        };
+        let recorded = run(false, None);
+        assert!(
+            recorded.1 > 3,
+            "{integrator}: {} rebuilds in 88 steps",
+            recorded.1
+        );
+        assert!(recorded.2[0] > 0, "{integrator}: no contacts");
+        let on_demand = run(true, None);
+        assert!(
+            recorded == on_demand,
+            "{integrator}: rebuilds on demand differ from recorded ones"
+        );
+        // Halts for due rebuilds and for outgrown buffers, interleaved.
+        assert!(
+            recorded == run(true, Some(10)),
+            "{integrator}: on demand with small pair buffers differs"
+        );
+    }
+}
+
 /// Touching pairs from the positions alone (brute force).
 fn touching_pairs(sim: &GpuSim) -> u32 {
     let s = sim.download().unwrap();

@@ -7,6 +7,12 @@
 //! `dispatch_template`: rebuild slots only when some particle moved more
 //! than half the skin, step slots unless the batch halted. So the host
 //! records many steps in one command buffer and never waits between them.
+//! On CPU adapters (lavapipe), where a dispatch costs about 0.1 ms even
+//! with no workgroups, the steps are recorded without the rebuild's
+//! dispatches instead: `list_gate_on_demand` halts the batch when a rebuild
+//! is due, and the host resumes from that evaluation with it recorded (one
+//! round trip per rebuild; the same kernels on the same data, so the same
+//! bits).
 //!
 //! The pair buffers hold `capacity` pairs (first eight per particle). A
 //! rebuild that needs more sets `LS_HALT` and every later dispatch of the
@@ -45,6 +51,8 @@ const SLOT_STEP: u32 = 0;
 const SLOT_REBUILD: u32 = 1;
 /// Workgroup counts follow the list's length (set on the device).
 const SLOT_PAIRS: u32 = 2;
+/// Added to `ListState::Halt` by `list_gate_on_demand` (`pairs.wgsl`).
+const HALT_REBUILD_DUE: u32 = 16;
 /// Pairs per particle the buffers hold at first.
 const PAIRS_PER_PARTICLE: u32 = 8;
 
@@ -64,6 +72,11 @@ pub(super) struct ListGpu {
     pub(super) row_scan: Vec<ScanLevel>,
     pub(super) low_scan: Vec<ScanLevel>,
     _scan_buffers: Vec<wgpu::Buffer>,
+    /// Whether the steps of a batch are recorded without the rebuild's
+    /// dispatches (`list_gate_on_demand` halts the batch when one is due
+    /// and the host resumes with it recorded): on CPU adapters, where a
+    /// dispatch with no workgroups still costs about 0.1 ms.
+    pub(super) rebuild_on_demand: bool,
 }
 
 /// A batch submitted by [`GpuSim::begin_batch`] and not yet finished.
@@ -256,6 +269,7 @@ impl GpuSim {
             row_scan,
             low_scan,
             _scan_buffers: scan_buffers,
+            rebuild_on_demand: self.gpu.adapter.get_info().device_type == wgpu::DeviceType::Cpu,
         });
         Ok(())
     }
@@ -418,6 +432,8 @@ impl GpuSim {
     /// kick of the previous step did it and no body particles moved since).
     /// `counted`: count the touching pairs (the batch's last step, whose
     /// counters are read back; the others skip the count's atomics).
+    /// `rebuild`: record the rebuild's dispatches (gated on the device);
+    /// without them a due rebuild halts the batch at the gate.
     /// The per-particle sums follow in [`Self::encode_step_tail`].
     fn encode_evaluation(
         &self,
@@ -426,11 +442,20 @@ impl GpuSim {
         rk2: bool,
         check: bool,
         counted: bool,
+        rebuild: bool,
     ) {
         let n = self.params.n;
         let keys = self.params.num_keys;
         if check {
             self.step_kernel(pass, "skin_check");
+        }
+        if !rebuild {
+            let name = "list_gate_on_demand";
+            pass.set_pipeline(&self.kernels[name].pipeline);
+            pass.set_bind_group(0, self.pair_group(name, kind).get(), &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+            self.pair_kernel(pass, pair_forces_kernel(counted), kind);
+            return;
         }
         self.direct(pass, "list_gate");
         let g = |name: &str| self.pair_group(name, kind);
@@ -488,7 +513,8 @@ impl GpuSim {
             (ForceKind::Trial, _) => {
                 self.pair_kernel(pass, "particle_forces", kind);
                 self.step_kernel(pass, "rk2_mid");
-                self.encode_evaluation(pass, ForceKind::Commit, true, true, last);
+                let rebuild = !self.list().rebuild_on_demand;
+                self.encode_evaluation(pass, ForceKind::Commit, true, true, last, rebuild);
                 self.encode_step_tail(pass, ForceKind::Commit, last);
             }
             (ForceKind::Commit, Integrator::Rk2) => {
@@ -520,6 +546,7 @@ impl GpuSim {
     ) {
         let verlet = self.integrator == Integrator::VelocityVerlet;
         let bodies = self.params.body_count > 0;
+        let rebuild = !self.list().rebuild_on_demand;
         let mut begun = begun && verlet;
         for s in 0..steps {
             let last = s + 1 == steps;
@@ -531,10 +558,11 @@ impl GpuSim {
                     }
                     sim.step_body_kernel(pass, "body_begin");
                     sim.step_body_kernel(pass, "body_particles");
-                    sim.encode_evaluation(pass, ForceKind::Commit, false, !begun || bodies, last);
+                    let check = !begun || bodies;
+                    sim.encode_evaluation(pass, ForceKind::Commit, false, check, last, rebuild);
                     sim.encode_step_tail(pass, ForceKind::Commit, last);
                 } else {
-                    sim.encode_evaluation(pass, ForceKind::Trial, false, true, last);
+                    sim.encode_evaluation(pass, ForceKind::Trial, false, true, last, rebuild);
                     sim.encode_step_tail(pass, ForceKind::Trial, last);
                 }
             });
@@ -545,7 +573,7 @@ impl GpuSim {
     /// Records the first evaluation (the first build, then forces).
     pub(super) fn encode_list_prime(&self, enc: &mut wgpu::CommandEncoder) {
         self.encode_pass(enc, "prime", |s, pass| {
-            s.encode_evaluation(pass, ForceKind::Prime, false, true, true);
+            s.encode_evaluation(pass, ForceKind::Prime, false, true, true, true);
             s.encode_step_tail(pass, ForceKind::Prime, true);
         });
     }
@@ -600,13 +628,18 @@ impl GpuSim {
         steps_wanted: u32,
     ) -> Result<(), SimError> {
         let halt = state[ListState::Halt as usize];
-        let kind = match halt - 1 {
+        // Halted at the gate of an evaluation recorded without its due
+        // rebuild, or by a rebuild that outgrew the buffers.
+        let due = halt > HALT_REBUILD_DUE;
+        let kind = match halt.saturating_sub(if due { HALT_REBUILD_DUE + 1 } else { 1 }) {
             0 => ForceKind::Commit,
             1 => ForceKind::Trial,
             _ => ForceKind::Prime,
         };
-        let needed = state[ListState::Needed as usize];
-        self.grow_pairs(needed.saturating_add(needed / 2).max(needed))?;
+        if !due {
+            let needed = state[ListState::Needed as usize];
+            self.grow_pairs(needed.saturating_add(needed / 2).max(needed))?;
+        }
         // Every slot on for the resumed rebuild; the next gate rewrites them.
         let args = self.all_slots_on();
         let q = &self.gpu.queue;
@@ -620,9 +653,18 @@ impl GpuSim {
         let remaining = steps_wanted.saturating_sub(done + resumed);
         let mut enc = self.encoder();
         self.encode_pass(&mut enc, "resume", |s, pass| {
-            s.encode_fill(pass, kind);
-            s.pair_kernel(pass, pair_forces_kernel(remaining == 0), kind);
-            s.encode_step_tail(pass, kind, remaining == 0);
+            let last = remaining == 0;
+            if due {
+                // The whole evaluation again, the rebuild recorded (its
+                // gate finds LS_REBUILD still set; the skin check repeats
+                // on unmoved particles and changes nothing).
+                let rk2 = kind == ForceKind::Commit && s.integrator == Integrator::Rk2;
+                s.encode_evaluation(pass, kind, rk2, true, last, true);
+            } else {
+                s.encode_fill(pass, kind);
+                s.pair_kernel(pass, pair_forces_kernel(last), kind);
+            }
+            s.encode_step_tail(pass, kind, last);
         });
         // A resumed velocity Verlet step that was not the last did the
         // next one's opening kick and drift.
@@ -802,7 +844,7 @@ impl GpuSim {
         self.enable_all_slots();
         let mut enc = self.encoder();
         self.encode_pass(&mut enc, "evaluation", |s, pass| {
-            s.encode_evaluation(pass, kind, rk2, true, true);
+            s.encode_evaluation(pass, kind, rk2, true, true, true);
             s.pair_kernel(pass, "particle_forces", kind);
         });
         self.submit(enc);
@@ -823,6 +865,17 @@ impl GpuSim {
     /// first build (tests: force the grow-and-resume path).
     pub fn set_pair_capacity(&mut self, capacity: u32) -> Result<(), SimError> {
         self.resize_pairs(capacity.max(1))
+    }
+
+    /// Records a batch's steps without the rebuild's dispatches (`true`: a
+    /// due rebuild halts the batch and the host resumes with it recorded)
+    /// or with them, gated on the device (`false`). The default is `true`
+    /// on CPU adapters, where every dispatch costs about 0.1 ms even with
+    /// no workgroups, and `false` elsewhere; both give the same bits.
+    pub fn set_rebuild_on_demand(&mut self, on_demand: bool) {
+        if let Some(list) = self.list.as_mut() {
+            list.rebuild_on_demand = on_demand;
+        }
     }
 
     /// Pairs the list buffers hold now (they grow when a rebuild needs more).

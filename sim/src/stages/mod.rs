@@ -8,7 +8,7 @@
 //! | `integrate` | `verlet_begin`, `verlet_end`, `rk2_mid`, `rk2_end`, `tick` |
 //! | `bodies`    | `body_begin`, `body_end`, `body_particles`, `body_reduce`  |
 //! | `stats`     | `stats`                                                    |
-//! | `pairs`     | `skin_check`, `list_gate`, `list_halt`, `save_list`, `clear_cells`, `commit_reorder`, `commit_rk2`, `pair_count`, `pair_fill`, `pair_fill_low`, `pair_forces`, `pair_forces_uncounted`, `particle_forces`, `particle_forces_end`, `particle_forces_end_begin` |
+//! | `pairs`     | `skin_check`, `list_gate`, `list_gate_on_demand`, `list_halt`, `save_list`, `clear_cells`, `commit_reorder`, `commit_rk2`, `pair_count`, `pair_fill`, `pair_fill_low`, `pair_forces`, `pair_forces_uncounted`, `particle_forces`, `particle_forces_end`, `particle_forces_end_begin` |
 //!
 //! `common.wgsl` (structs, constants, every binding, shared helpers) is
 //! compiled in front of each stage file; its structs' Rust twins are in
@@ -92,6 +92,7 @@ pub const STAGES: [Stage; 6] = [
         kernels: &[
             "skin_check",
             "list_gate",
+            "list_gate_on_demand",
             "list_halt",
             "save_list",
             "clear_cells",

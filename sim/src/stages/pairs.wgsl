@@ -19,7 +19,7 @@
 
 // list_state slots (ListState in gpu/pairs.rs).
 const LS_REBUILD: u32 = 0u;   // 1: rebuild at the next list_gate
-const LS_HALT: u32 = 1u;      // 0, or 1 + the ForceKind of the evaluation that halted
+const LS_HALT: u32 = 1u;      // 0, or 1 + the ForceKind of the evaluation that halted (+ HALT_REBUILD_DUE)
 const LS_NEEDED: u32 = 2u;    // pairs the halted rebuild needed
 const LS_REBUILDS: u32 = 3u;  // rebuilds so far
 const LS_CAPACITY: u32 = 4u;  // pairs the buffers hold
@@ -88,6 +88,27 @@ fn list_gate() {
     for (var k = 0u; k < slots; k = k + 1u) {
         let kind = dispatch_template[k].w;
         write_slot(k, !halted && (kind != SLOT_REBUILD || rebuild));
+    }
+}
+
+// Added to LS_HALT by list_gate_on_demand: the batch halted at a rebuild
+// that was due but not recorded.
+const HALT_REBUILD_DUE: u32 = 16u;
+
+// The gate of an evaluation recorded without the rebuild's dispatches (the
+// schedule for CPU adapters, where each dispatch costs about 0.1 ms even
+// with no workgroups): a due rebuild halts the batch here, LS_REBUILD kept
+// for the gate of the evaluation the host then resumes with the rebuild
+// recorded; otherwise the step's slots as list_gate writes them.
+@compute @workgroup_size(1)
+fn list_gate_on_demand() {
+    if (atomicLoad(&list_state[LS_HALT]) == 0u && atomicLoad(&list_state[LS_REBUILD]) != 0u) {
+        atomicStore(&list_state[LS_HALT], HALT_REBUILD_DUE + 1u + force_kind());
+    }
+    let halted = atomicLoad(&list_state[LS_HALT]) != 0u;
+    let slots = atomicLoad(&list_state[LS_SLOTS]);
+    for (var k = 0u; k < slots; k = k + 1u) {
+        write_slot(k, !halted && dispatch_template[k].w != SLOT_REBUILD);
     }
 }
 
