@@ -373,9 +373,10 @@ impl GpuSim {
         &self.list().groups[name][kind as usize]
     }
 
-    fn direct(&self, pass: &mut wgpu::ComputePass<'_>, name: &str) {
+    /// One workgroup of `name` with the bind group of `kind`'s mode.
+    fn direct(&self, pass: &mut wgpu::ComputePass<'_>, name: &str, kind: ForceKind) {
         pass.set_pipeline(&self.kernels[name].pipeline);
-        pass.set_bind_group(0, self.pair_group(name, ForceKind::Commit).get(), &[]);
+        pass.set_bind_group(0, self.pair_group(name, kind).get(), &[]);
         pass.dispatch_workgroups(1, 1, 1);
     }
 
@@ -396,7 +397,7 @@ impl GpuSim {
             }
         }
         self.rebuild_kernel(pass, "pair_fill", self.pair_group("pair_fill", kind), n);
-        self.direct(pass, "list_halt");
+        self.direct(pass, "list_halt", ForceKind::Commit);
         self.rebuild_kernel(
             pass,
             "pair_fill_low",
@@ -450,14 +451,11 @@ impl GpuSim {
             self.step_kernel(pass, "skin_check");
         }
         if !rebuild {
-            let name = "list_gate_on_demand";
-            pass.set_pipeline(&self.kernels[name].pipeline);
-            pass.set_bind_group(0, self.pair_group(name, kind).get(), &[]);
-            pass.dispatch_workgroups(1, 1, 1);
+            self.direct(pass, "list_gate_on_demand", kind);
             self.pair_kernel(pass, pair_forces_kernel(counted), kind);
             return;
         }
-        self.direct(pass, "list_gate");
+        self.direct(pass, "list_gate", ForceKind::Commit);
         let g = |name: &str| self.pair_group(name, kind);
         self.rebuild_kernel(pass, "save_list", g("save_list"), n + 1);
         self.rebuild_kernel(pass, "clear_cells", g("clear_cells"), keys + 1);

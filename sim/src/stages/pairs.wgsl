@@ -497,9 +497,11 @@ fn pair_force_of(p: u32) -> bool {
         if (rolling) {
             pair_roll_m[p] = vec4<f32>(0.0);
         }
-        // A spring already cleared (every bit zero) is not written again.
-        if (mode.commit != 0u && any(bitcast<vec3<u32>>(h.xyz) != vec3<u32>(0u))) {
-            pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
+        if (mode.commit != 0u) {
+            // A spring already cleared (every bit zero) is not written again.
+            if (any(bitcast<vec3<u32>>(h.xyz) != vec3<u32>(0u))) {
+                pair_hist[p] = vec4<f32>(vec3<f32>(0.0), h.w);
+            }
             if (ROLLING_MODEL == ROLL_EPSD2) {
                 pair_roll[p] = vec4<f32>(0.0);
             }
