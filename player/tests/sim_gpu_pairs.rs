@@ -360,6 +360,70 @@ fn pair_list_stages_match_the_cpu_twin_rolling() {
     }
 }
 
+/// A separating pair whose tangential spring is already clear still clears
+/// its stored rolling torque (epsd2): a head-on contact with relative spin
+/// leaves exactly that. The pair kernels skip rewriting a clear tangential
+/// spring; that skip must not cover the rolling one (it once did).
+#[test]
+fn a_separating_pair_clears_its_rolling_spring_when_its_tangential_one_is_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(
+        dir.path(),
+        &box_scene(
+            0.0,
+            0.3,
+            -9.81,
+            "friction = 0.5\nrolling_friction = 0.3",
+            "",
+            true,
+        ),
+        &edge_and_random(500),
+        GridMode::Dense,
+    );
+    assert_eq!(
+        s.rolling_model,
+        pellet_player::sim::stages::common::ROLL_EPSD2
+    );
+    let list_setup = s.for_pair_list().unwrap();
+    let mut cpu = CpuSim::new(&list_setup);
+    let mut list = ListBuffers::new(list_setup.particles.len(), list_setup.walls.len());
+    let mut gs = GpuSim::new(gpu(), &s).unwrap();
+    cpu.pair_prime(&mut list);
+    gs.prime().unwrap();
+    cpu.pair_advance(&mut list, 5);
+    list.rebuild = false;
+
+    // Every listed pair apart: tangential spring clear, rolling one not.
+    let pos = &cpu.state.pos;
+    let mut apart = Vec::new();
+    for p in 0..list.pairs() {
+        let (i, j) = (list.pair_i[p] as usize, list.pair_j[p] as usize);
+        let d: Vec<f32> = (0..3).map(|k| pos[i][k] - pos[j][k]).collect();
+        let rsum = pos[i][3] + pos[j][3];
+        if d.iter().map(|x| x * x).sum::<f32>() >= rsum * rsum {
+            list.pair_hist[p][..3].fill(0.0);
+            list.pair_roll[p] = [1e-7, -2e-7, 3e-7, 0.0];
+            apart.push(p);
+        }
+    }
+    assert!(apart.len() > 10, "{} separating pairs", apart.len());
+
+    for name in ["pair_forces", "pair_forces_uncounted"] {
+        let mut l = list.clone();
+        gs.upload(&cpu.state);
+        gs.upload_list(&l).unwrap();
+        gs.stage_list_kernel(name, ForceKind::Commit);
+        cpu.pair_forces(&mut l, ForceKind::Commit);
+        let g = gs.download_list().unwrap().unwrap();
+        for &p in &apart {
+            assert_eq!(l.pair_roll[p], [0.0; 4], "twin, pair {p}");
+            assert_eq!(g.pair_roll[p], [0.0; 4], "{name}, pair {p}");
+            assert_eq!(g.pair_hist[p][..3], [0.0; 3], "{name}, pair {p}");
+        }
+        compare_lists(name, &l, &g);
+    }
+}
+
 #[test]
 fn whole_rolling_runs_track_the_twin() {
     whole_runs_track_the_twin("", "friction = 0.5\nrolling_friction = 0.3");
