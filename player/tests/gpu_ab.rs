@@ -10,6 +10,10 @@
 //!
 //! `PELLET_TIMING_SCENE=/tmp/pack43.toml PELLET_AB=pairs.wgsl=/tmp/v.wgsl
 //! cargo test --release -p pellet-player --test gpu_ab -- --ignored --nocapture`
+//!
+//! The driver is the Vulkan loader's choice: `eval "$(bash
+//! scripts/lavapipe-backports.sh)"` first runs it on Mesa 25's lavapipe
+//! instead of the system's (docs/simulation.md compares the two).
 #![allow(clippy::unwrap_used)]
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Fetches the lavapipe software Vulkan driver of Debian 12's backports (Mesa
+# 25.0, the version Debian 13 ships) into target/lavapipe-backports/, without
+# installing anything, and prints the two variables that make the Vulkan
+# loader use it instead of the system's Mesa 22.3:
+#
+#   eval "$(bash scripts/lavapipe-backports.sh)"
+#   target/release/player run scene.toml --headless --backend gpu --steps 1000
+#
+# Used to compare the GPU path on both drivers (docs/simulation.md,
+# "Performance"); needs curl, xz and dpkg-deb, and network access to
+# deb.debian.org. Nothing outside target/ changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dest="$PWD/target/lavapipe-backports"
+lib="$dest/root/usr/lib/x86_64-linux-gnu"
+mirror="http://deb.debian.org/debian"
+if [ ! -f "$lib/libvulkan_lvp.so" ]; then
+  mkdir -p "$dest/debs"
+  index="$dest/Packages"
+  curl -fsSL "$mirror/dists/bookworm-backports/main/binary-amd64/Packages.xz" | xz -dc >"$index" \
+    || { echo "lavapipe-backports: could not fetch the bookworm-backports index" >&2; exit 1; }
+  # mesa-vulkan-drivers needs a newer libdrm than Debian 12's; the rest it
+  # needs (LLVM 15, the X and Wayland client libraries) Debian 12 has.
+  for pkg in mesa-vulkan-drivers libdrm2 libdrm-amdgpu1; do
+    file=$(awk -v p="$pkg" '$0 == "Package: " p {on = 1} on && /^Filename:/ {print $2; exit}' "$index")
+    [ -n "$file" ] || { echo "lavapipe-backports: no $pkg in bookworm-backports" >&2; exit 1; }
+    curl -fsSL -o "$dest/debs/${file##*/}" "$mirror/$file"
+    dpkg-deb -x "$dest/debs/${file##*/}" "$dest/root"
+  done
+  rm -rf "$dest/debs" "$index"
+fi
+printf '{"ICD":{"api_version":"1.4.305","library_path":"%s/libvulkan_lvp.so"},"file_format_version":"1.0.0"}\n' \
+  "$lib" >"$dest/lvp_icd.json"
+echo "export VK_ICD_FILENAMES=$dest/lvp_icd.json"
+echo "export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
