@@ -13,6 +13,15 @@ if ! command -v liggghts >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends liggghts >/dev/null \
     || echo "bench: could not install liggghts; its rows will say so" >&2
 fi
+# Mesa 25's lavapipe beside the system's, for the pack rows' second GPU-path
+# row (unpacked into target/, nothing installed; skipped when it cannot be
+# fetched).
+if bash scripts/lavapipe-backports.sh >/dev/null; then
+  export PELLET_BENCH_ALT_ICD="$PWD/target/lavapipe-backports/lvp_icd.json"
+  export PELLET_BENCH_ALT_LIB="$PWD/target/lavapipe-backports/root/usr/lib/x86_64-linux-gnu"
+else
+  echo "bench: no second lavapipe; the pack rows run the system's alone" >&2
+fi
 # The browser player's site and its driver (the "browser player" rows).
 if [ -z "${PELLET_BENCH_NO_WEB:-}" ]; then
   bash scripts/web.sh assets/scenes/ballpit.toml target/web-site >/dev/null

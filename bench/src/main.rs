@@ -41,6 +41,11 @@ struct Cli {
     /// Markdown output of `--validate`.
     #[arg(long, default_value = "docs/validation.md")]
     validation_out: PathBuf,
+    /// Internal: time the GPU path on `SCENE:WARM:STEPS` in this process
+    /// and print the seconds and the driver (the pack rows run it under a
+    /// second Vulkan driver, `PELLET_BENCH_ALT_ICD`).
+    #[arg(long, hide = true, value_name = "SCENE:WARM:STEPS")]
+    sim_child: Option<String>,
 }
 
 /// Rows of an earlier run's JSON report (none if it is missing or unreadable).
@@ -77,6 +82,9 @@ fn main() -> anyhow::Result<()> {
     // run in this process, kiddo and rapier, with it too).
     pellet_cli::keep_freed_memory();
     let cli = Cli::parse();
+    if let Some(spec) = &cli.sim_child {
+        return cases::sim::child(spec);
+    }
     if cli.validate {
         return validate::run(&cli.validation_out);
     }

@@ -32,6 +32,93 @@ use crate::harness::{Row, Timing, time};
 /// The GPU kernels' twin streamed 928 B.
 pub const CPU_BYTES_PER_PARTICLE_STEP: f64 = 392.0;
 
+/// Where a pack row's Pellet run goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunOn {
+    /// The CPU backend.
+    Cpu,
+    /// The GPU path on this process's adapter.
+    Gpu,
+    /// The GPU path in a child process under the second Vulkan driver of
+    /// [`alt_driver`].
+    SecondDriver,
+}
+
+/// A second Vulkan driver to run the GPU path under, from the bench's
+/// environment: `PELLET_BENCH_ALT_ICD` (an ICD manifest) and
+/// `PELLET_BENCH_ALT_LIB` (its library folder). `scripts/bench.sh` sets them
+/// to Mesa 25's lavapipe (`scripts/lavapipe-backports.sh`) when it can.
+fn alt_driver() -> Option<(String, String)> {
+    let icd = std::env::var("PELLET_BENCH_ALT_ICD").ok()?;
+    let lib = std::env::var("PELLET_BENCH_ALT_LIB").unwrap_or_default();
+    Path::new(&icd).is_file().then_some((icd, lib))
+}
+
+/// One GPU-path sample of `scene` in a child process under the
+/// [`alt_driver`]: its timed seconds and its driver's name.
+fn pellet_alt(scene: &Path, warm: u32, steps: u32) -> anyhow::Result<(f64, String)> {
+    let (icd, lib) = alt_driver().ok_or_else(|| anyhow::anyhow!("no second driver"))?;
+    let library_path = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(old) if !old.is_empty() => format!("{lib}:{old}"),
+        _ => lib,
+    };
+    let out = Command::new(std::env::current_exe()?)
+        .arg("--sim-child")
+        .arg(format!("{}:{warm}:{steps}", scene.display()))
+        .env("VK_ICD_FILENAMES", icd)
+        .env("LD_LIBRARY_PATH", library_path)
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        anyhow::bail!(
+            "child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+    }
+    let (secs, driver) = text
+        .trim()
+        .split_once('\t')
+        .ok_or_else(|| anyhow::anyhow!("child printed {text:?}"))?;
+    Ok((secs.parse()?, driver.to_string()))
+}
+
+/// `pellet-bench --sim-child SCENE:WARM:STEPS`: one GPU-path sample on this
+/// process's adapter; prints the seconds, a tab, and the driver.
+pub fn child(spec: &str) -> anyhow::Result<()> {
+    let mut parts = spec.rsplitn(3, ':');
+    let (Some(steps), Some(warm), Some(scene)) = (parts.next(), parts.next(), parts.next()) else {
+        anyhow::bail!("--sim-child wants SCENE:WARM:STEPS, not {spec:?}");
+    };
+    let gpu = Arc::new(Gpu::new(BackendChoice::Auto)?);
+    let (timing, _) = pellet(
+        Path::new(scene),
+        Some(&gpu),
+        warm.parse()?,
+        steps.parse()?,
+        1,
+    )?;
+    println!("{}\t{}", timing.median_s, driver_name(&gpu));
+    Ok(())
+}
+
+/// The adapter and its driver, e.g. `llvmpipe (LLVM 15.0.6, 256 bits), llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`.
+fn driver_name(gpu: &Gpu) -> String {
+    format!("{}, {}", gpu.report.name, gpu.report.driver_info)
+}
+
+/// The Mesa version in a driver name (`... Mesa 25.0.7-2~bpo12+1 ...` gives
+/// `25.0.7`), or `?`.
+fn mesa_version(driver: &str) -> &str {
+    driver
+        .split_once("Mesa ")
+        .and_then(|(_, rest)| rest.split(['-', ' ']).next())
+        .filter(|v| !v.is_empty())
+        .unwrap_or("?")
+}
+
 /// What a timed run reports besides its time.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct RunInfo {
@@ -186,18 +273,33 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             )
         };
         // (row name, timed steps, GPU?, CPU threads, LIGGGHTS ranks to compare with)
-        let backends: [(&str, u32, bool, usize, &[u32]); 3] = [
-            ("CPU backend, 1 thread", cpu_steps, false, 1, &[1]),
-            ("CPU backend", cpu_steps, false, threads, &[1, 2]),
-            ("GPU path", gpu_steps, true, threads, &[1, 2]),
+        let backends: [(&str, u32, RunOn, usize, &[u32]); 4] = [
+            ("CPU backend, 1 thread", cpu_steps, RunOn::Cpu, 1, &[1]),
+            ("CPU backend", cpu_steps, RunOn::Cpu, threads, &[1, 2]),
+            ("GPU path", gpu_steps, RunOn::Gpu, threads, &[1, 2]),
+            (
+                "GPU path, second driver",
+                gpu_steps,
+                RunOn::SecondDriver,
+                threads,
+                &[2],
+            ),
         ];
-        // The backends this machine runs: the GPU path needs an adapter, and
-        // on one core the 1-thread row is the next row's run.
-        let runs_here =
-            |&(backend, _, on_gpu, backend_threads, _): &(&str, u32, bool, usize, &[u32])| {
-                !(on_gpu && gpu.is_none()
-                    || backend_threads == threads && !on_gpu && backend.contains("1 thread"))
-            };
+        // The backends this machine runs: the GPU path needs an adapter, the
+        // second driver its manifest, and on one core the 1-thread row is the
+        // next row's run.
+        let runs_here = |&(backend, _, path, backend_threads, _): &(
+            &str,
+            u32,
+            RunOn,
+            usize,
+            &[u32],
+        )| match path {
+            RunOn::Gpu => gpu.is_some(),
+            RunOn::SecondDriver => alt_driver().is_some(),
+            RunOn::Cpu => !(backend_threads == threads && backend.contains("1 thread")),
+        };
+        let mut alt_name = String::new();
         // Every Pellet run and every LIGGGHTS run (one per timed steps and
         // ranks, shared by the rows) takes one sample per round, round after
         // round, so a slow spell of this shared machine falls on both sides
@@ -215,15 +317,32 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
             }
         }
         for round in 0..samples {
-            for (k, &(backend, steps, on_gpu, backend_threads, _)) in backends.iter().enumerate() {
+            for (k, &(backend, steps, path, backend_threads, _)) in backends.iter().enumerate() {
                 let Some(runs) = &mut pellet_runs[k] else {
                     continue;
                 };
-                let gpu_ref = if on_gpu { gpu.as_ref() } else { None };
+                let gpu_ref = if path == RunOn::Gpu {
+                    gpu.as_ref()
+                } else {
+                    None
+                };
                 eprintln!(
                     "bench: sim {backend}, {particles} particles (round {} of {samples})",
                     round + 1
                 );
+                if path == RunOn::SecondDriver {
+                    match pellet_alt(&scene, warm, steps) {
+                        Ok((secs, name)) => {
+                            runs.push(secs);
+                            alt_name = name;
+                        }
+                        Err(e) => {
+                            eprintln!("bench: sim {backend} failed: {e}");
+                            pellet_runs[k] = None;
+                        }
+                    }
+                    continue;
+                }
                 let run = || pellet(&scene, gpu_ref, warm, steps, 1);
                 let result = match rayon::ThreadPoolBuilder::new()
                     .num_threads(backend_threads)
@@ -255,7 +374,8 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 }
             }
         }
-        for (k, &(backend, steps, on_gpu, backend_threads, ranks)) in backends.iter().enumerate() {
+        for (k, &(backend, steps, path, backend_threads, ranks)) in backends.iter().enumerate() {
+            let on_gpu = path != RunOn::Cpu;
             let Some(timing) = pellet_runs[k].as_deref().and_then(Timing::of) else {
                 continue;
             };
@@ -272,8 +392,10 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 let mut notes = format!(
                     "Pellet {:.2} M particle-steps/s on {}",
                     rate / 1e6,
-                    if on_gpu {
-                        gpu.as_ref().map_or("GPU".into(), |g| g.report.name.clone())
+                    if path == RunOn::SecondDriver {
+                        alt_name.clone()
+                    } else if on_gpu {
+                        gpu.as_ref().map_or("GPU".into(), |g| driver_name(g))
                     } else {
                         format!(
                             "{backend_threads} thread{} ({} pair lanes)",
@@ -300,7 +422,12 @@ pub fn run(samples: usize, quick: bool) -> Vec<Row> {
                 rows.push(Row {
                     group: "particle simulation",
                     name: format!(
-                        "{backend} vs LIGGGHTS ({procs} rank{})",
+                        "{} vs LIGGGHTS ({procs} rank{})",
+                        if path == RunOn::SecondDriver {
+                            format!("GPU path, Mesa {} lavapipe", mesa_version(&alt_name))
+                        } else {
+                            backend.to_string()
+                        },
                         if procs > 1 { "s" } else { "" }
                     ),
                     workload: workload(steps),
