@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 dest="$PWD/target/lavapipe-backports"
 lib="$dest/root/usr/lib/x86_64-linux-gnu"
 mirror="http://deb.debian.org/debian"
-if [ ! -f "$lib/libvulkan_lvp.so" ]; then
+if [ ! -f "$dest/complete" ]; then
+  rm -rf "$dest"
   mkdir -p "$dest/debs"
   index="$dest/Packages"
   curl -fsSL "$mirror/dists/bookworm-backports/main/binary-amd64/Packages.xz" | xz -dc >"$index" \
@@ -29,8 +30,10 @@ if [ ! -f "$lib/libvulkan_lvp.so" ]; then
     dpkg-deb -x "$dest/debs/${file##*/}" "$dest/root"
   done
   rm -rf "$dest/debs" "$index"
+  # The package's manifest names the library without a folder; point it at ours.
+  sed "s|\"library_path\": *\"[^\"]*\"|\"library_path\": \"$lib/libvulkan_lvp.so\"|" \
+    "$dest/root/usr/share/vulkan/icd.d/lvp_icd.json" >"$dest/lvp_icd.json"
+  touch "$dest/complete"
 fi
-printf '{"ICD":{"api_version":"1.4.305","library_path":"%s/libvulkan_lvp.so"},"file_format_version":"1.0.0"}\n' \
-  "$lib" >"$dest/lvp_icd.json"
 echo "export VK_ICD_FILENAMES=$dest/lvp_icd.json"
 echo "export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
