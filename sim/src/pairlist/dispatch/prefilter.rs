@@ -1,0 +1,188 @@
+//! The wide prefilter of the listed pairs (AVX-512): the touching test of
+//! sixteen pairs at once, the touching ones compressed in registers into
+//! the pending lanes, the others' springs cleared.
+//!
+//! Part of the one module that allows `unsafe` ([`super`]): its audit
+//! covers every `unsafe` block here.
+#![allow(unsafe_code)]
+
+#[cfg(target_arch = "x86_64")]
+use super::has_avx512;
+#[cfg(target_arch = "x86_64")]
+use super::records::{dist2_512, records512};
+use crate::pairlist::lanes::{LANES, Pending};
+
+/// Whether the wide prefilter ([`prefilter_block`]) runs on this CPU (AVX-512F).
+#[inline]
+pub fn has_wide_prefilter() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx512()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The listed pairs a block of the wide prefilter reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ListedBlock<'a> {
+    /// The chunk's positions and radii.
+    pub pos: &'a [[f32; 4]],
+    /// Owner of each listed pair (list indices, particle indices from `base`).
+    pub owner: &'a [u32],
+    /// Partner of each listed pair.
+    pub partner: &'a [u32],
+    /// First particle of the chunk.
+    pub base: u32,
+    /// First pair of the slab (its springs start there).
+    pub k0: usize,
+    /// The period along each axis (0: not periodic) and its inverse: the
+    /// partners' positions move to the minimum image.
+    pub period: Option<([f32; 3], [f32; 3])>,
+}
+
+/// The wide prefilter for the listed pairs `k..end` (at most [`LANES`]):
+/// the same touching test as the scalar one (`dist2 < rsum^2`, unfused,
+/// false for NaN), the touching pairs appended in order to `pending` with
+/// their positions and springs (the first three of `springs`), the springs
+/// of the others cleared when `commit`. Needs room for [`LANES`] more pairs
+/// in `pending`.
+///
+/// # Panics
+/// Without AVX-512F ([`has_wide_prefilter`]), when `pending` has no room,
+/// or when an index is out of range (never, for the list's indices).
+pub fn prefilter_block(
+    src: &ListedBlock<'_>,
+    k: usize,
+    end: usize,
+    springs: &mut [&mut [f32]],
+    commit: bool,
+    pending: &mut Pending,
+) {
+    assert!(end > k && end - k <= LANES && pending.used <= LANES);
+    assert!(end <= src.owner.len() && end <= src.partner.len());
+    assert!(end - src.k0 <= springs.iter().map(|s| s.len()).min().unwrap_or(0));
+    assert!(k >= src.k0 && src.pos.len() < (i32::MAX as usize - 3) / 4);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            // SAFETY: the CPU reports AVX-512F; the asserts above bound the
+            // list and spring ranges the block reads and writes, and the
+            // room in `pending`; particle indices are checked inside.
+            unsafe { prefilter512(src, k, end, springs, commit, pending) };
+            return;
+        }
+    }
+    let _ = commit;
+    panic!("the wide prefilter needs AVX-512F");
+}
+
+/// # Safety
+/// AVX-512F must be available; `k..end` must be at most 16 pairs inside
+/// `owner`, `partner` and (from `k0`) every spring slice; `pending` must
+/// have room for 16 more pairs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn prefilter512(
+    src: &ListedBlock<'_>,
+    k: usize,
+    end: usize,
+    springs: &mut [&mut [f32]],
+    commit: bool,
+    pending: &mut Pending,
+) {
+    use std::arch::x86_64::*;
+    // SAFETY: loads and stores are masked to the block's `end - k` lanes,
+    // which lie inside the list and spring slices (caller's contract); the
+    // gathers read records of particles checked below to be in the chunk;
+    // the stores write 16 elements from `used` (at most 16), inside the
+    // 32-element pending arrays.
+    unsafe {
+        let valid: __mmask16 = ((1u32 << (end - k)) - 1) as __mmask16;
+        let base = _mm512_set1_epi32(src.base as i32);
+        let vo = _mm512_sub_epi32(
+            _mm512_maskz_loadu_epi32(valid, src.owner.as_ptr().add(k).cast()),
+            base,
+        );
+        let vp = _mm512_sub_epi32(
+            _mm512_maskz_loadu_epi32(valid, src.partner.as_ptr().add(k).cast()),
+            base,
+        );
+        let n = _mm512_set1_epi32(src.pos.len() as i32);
+        let bad =
+            _mm512_mask_cmpge_epu32_mask(valid, vo, n) | _mm512_mask_cmpge_epu32_mask(valid, vp, n);
+        assert!(bad == 0, "pair lane index out of range");
+        let zero = _mm512_setzero_ps();
+        // Plain loads and a transpose; lanes past the block read record 0
+        // (the chunk has particles: it lists this block) and are ignored.
+        let lanes = |v: __m512i| {
+            let mut out = [0u32; LANES];
+            _mm512_storeu_si512(out.as_mut_ptr().cast(), _mm512_maskz_mov_epi32(valid, v));
+            out
+        };
+        let [ix, iy, iz, iw] = records512(src.pos.as_ptr(), &lanes(vo));
+        let [jx, jy, jz, jw] = records512(src.pos.as_ptr(), &lanes(vp));
+        let (jx, jy, jz) = match src.period {
+            // Minimum image: pj + L round((pi - pj) / L), as `image_of`.
+            Some((period, inv)) => {
+                let image = |i: __m512, j: __m512, a: usize| {
+                    if period[a] > 0.0 {
+                        let d = _mm512_sub_ps(i, j);
+                        let k = _mm512_roundscale_ps::<
+                            { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+                        >(_mm512_mul_ps(d, _mm512_set1_ps(inv[a])));
+                        _mm512_add_ps(j, _mm512_mul_ps(k, _mm512_set1_ps(period[a])))
+                    } else {
+                        j
+                    }
+                };
+                (image(ix, jx, 0), image(iy, jy, 1), image(iz, jz, 2))
+            }
+            None => (jx, jy, jz),
+        };
+        let (pi, pj) = ([ix, iy, iz, iw], [jx, jy, jz, jw]);
+        let dist2 = dist2_512([ix, iy, iz], [jx, jy, jz]);
+        let rsum = _mm512_add_ps(pi[3], pj[3]);
+        let touch = _mm512_mask_cmp_ps_mask::<_CMP_LT_OQ>(valid, dist2, _mm512_mul_ps(rsum, rsum));
+        // The touching pairs' springs go to the lanes with them (read
+        // before any is written: a pair's spring is written only when its
+        // lane is evaluated, after this).
+        let at = pending.used;
+        for (a, s) in springs.iter().take(3).enumerate() {
+            let xi = _mm512_maskz_loadu_ps(valid, s.as_ptr().add(k - src.k0));
+            _mm512_storeu_ps(
+                pending.xi[a].as_mut_ptr().add(at),
+                _mm512_maskz_compress_ps(touch, xi),
+            );
+        }
+        if commit {
+            let apart = valid & !touch;
+            for s in springs.iter_mut() {
+                _mm512_mask_storeu_ps(s.as_mut_ptr().add(k - src.k0), apart, zero);
+            }
+        }
+        let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let local = _mm512_add_epi32(_mm512_set1_epi32((k - src.k0) as i32), lane);
+        let pair = _mm512_add_epi32(_mm512_set1_epi32(k as i32), lane);
+        // Compress in registers, then store all sixteen lanes: the lanes
+        // past the touching ones land beyond `used` and are never read.
+        // (The memory form of the compress store is microcoded on AMD Zen 4,
+        // about a hundred cycles each: it took half the step there.)
+        let ints = |v: __m512i| _mm512_maskz_compress_epi32(touch, v);
+        _mm512_storeu_si512(pending.i.as_mut_ptr().add(at).cast(), ints(vo));
+        _mm512_storeu_si512(pending.j.as_mut_ptr().add(at).cast(), ints(vp));
+        _mm512_storeu_si512(pending.local.as_mut_ptr().add(at).cast(), ints(local));
+        _mm512_storeu_si512(pending.pair.as_mut_ptr().add(at).cast(), ints(pair));
+        for a in 0..4 {
+            let (ci, cj) = (
+                _mm512_maskz_compress_ps(touch, pi[a]),
+                _mm512_maskz_compress_ps(touch, pj[a]),
+            );
+            _mm512_storeu_ps(pending.pi[a].as_mut_ptr().add(at), ci);
+            _mm512_storeu_ps(pending.pj[a].as_mut_ptr().add(at), cj);
+        }
+        pending.used = at + touch.count_ones() as usize;
+    }
+}
