@@ -39,6 +39,7 @@ pub mod engine;
 pub mod gpu;
 pub mod grid;
 pub mod pairlist;
+pub mod ranks;
 pub mod setup;
 pub mod stages;
 
@@ -73,6 +74,10 @@ pub enum SimError {
         /// The most supported.
         max: u64,
     },
+    /// Another rank of a ranked run failed or stopped, or its message did
+    /// not decode.
+    #[error("ranks: {0}")]
+    Comm(#[from] ranks::CommError),
     /// A feature this player does not have yet, with what to do instead.
     #[error("{0}")]
     Unsupported(&'static str),

@@ -711,7 +711,7 @@ impl PairListSim {
     /// [`PairListSim::compute_forces`], then the Verlet `update` of every
     /// slab as soon as its forces are final (in the odd phase, while the
     /// slab is still in cache).
-    pub(super) fn forces_then(&mut self, kind: ForceKind, update: Option<VerletUpdate>) {
+    pub(crate) fn forces_then(&mut self, kind: ForceKind, update: Option<VerletUpdate>) {
         let params = self.params;
         let mode = kind.mode(params.dt);
         let n = self.state.len();
@@ -765,16 +765,22 @@ impl PairListSim {
         let mut pair_touching = 0u32;
         let mut wall_touching = 0u32;
         let mut found = Found::NONE;
+        // The parity of each slab is its global one (on one rank its
+        // index; one rank of several starts at `first_slab`), so every
+        // particle's sum runs in the same order on any number of ranks.
+        let first_slab = self.span.as_ref().map_or(0, |s| s.first_slab);
+        let own = self.span.as_ref().map_or(0..n, |s| s.own.clone());
         for parity in 0..2 {
             // Even phase: chunks (s, s + 1) for even s, started, then the
             // rows of s. Odd phase: chunks (s, s + 1) for odd s, the rows of
-            // s, then the update of both; slab 0 is final after the even
-            // phase and is updated alone.
-            let mut chosen: Vec<(usize, usize)> = (parity..slabs)
+            // s, then the update of both; a first slab of even parity is
+            // final after the even phase and is updated alone.
+            let first = (parity + first_slab) % 2;
+            let mut chosen: Vec<(usize, usize)> = (first..slabs)
                 .step_by(2)
                 .map(|k| (k, (k + 2).min(slabs)))
                 .collect();
-            if parity == 1 && slabs > 0 {
+            if parity == 1 && slabs > 0 && first_slab.is_multiple_of(2) {
                 chosen.insert(0, (0, 0));
             }
             let ranges: Vec<(usize, usize)> = chosen
@@ -834,21 +840,31 @@ impl PairListSim {
                 if e != 0 {
                     let (first, end) = (starts[k] as usize, starts[k + 1] as usize);
                     pairs = inputs.slab(first, end, c.base, &mut c);
+                    if !own.contains(&first) {
+                        // The previous rank's last layer: its rows give
+                        // this rank's first particles their share, and that
+                        // rank counts them.
+                        pairs = 0;
+                    }
                 }
                 let mut f = Found::NONE;
                 if parity == 1
                     && let Some(u) = &update
                 {
-                    let (a, b) = (c.base, c.base + c.pos.len());
-                    f = u.block(
-                        c.pos,
-                        c.vel,
-                        c.angvel,
-                        c.force,
-                        c.torque,
-                        &meta[a..b],
-                        &x_ref[a..b],
-                    );
+                    // Only the particles this engine owns.
+                    let (a, b) = (c.base.max(own.start), (c.base + c.pos.len()).min(own.end));
+                    if a < b {
+                        let r = a - c.base..b - c.base;
+                        f = u.block(
+                            &mut c.pos[r.clone()],
+                            &mut c.vel[r.clone()],
+                            &mut c.angvel[r.clone()],
+                            &c.force[r.clone()],
+                            &c.torque[r],
+                            &meta[a..b],
+                            &x_ref[a..b],
+                        );
+                    }
                 }
                 (pairs, walls, f)
             };

@@ -36,7 +36,7 @@ fn nonfinite(p: &[f32; 4], v: &[f32; 4], w: &[f32; 4]) -> bool {
 
 /// The escape test of `escaped_face` with open faces at infinity, branch-free.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct EscapeLimits {
+pub(crate) struct EscapeLimits {
     lo: [f32; 3],
     hi: [f32; 3],
 }
@@ -83,7 +83,7 @@ fn disp2(p: &[f32; 4], r: &[f32; 3]) -> f32 {
 /// closing kick and after the opening drift, of an escaped one after the
 /// drift, and the largest squared displacement since the last build.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Found {
+pub(crate) struct Found {
     nan_close: u32,
     nan_open: u32,
     escaped: u32,
@@ -114,7 +114,7 @@ impl Found {
 /// drift, with the checks. `meta` and `x_ref` start at the block's first
 /// particle, as the mutable slices do.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct VerletUpdate {
+pub(crate) struct VerletUpdate {
     /// Half a time step, seconds.
     pub h: f32,
     /// The time step, seconds.
@@ -255,7 +255,7 @@ impl VerletUpdate {
 
 impl PairListSim {
     /// The update of the free particles that closes (and perhaps opens) a step.
-    pub(super) fn verlet_update(&self, close: bool, open: bool) -> VerletUpdate {
+    pub(crate) fn verlet_update(&self, close: bool, open: bool) -> VerletUpdate {
         VerletUpdate {
             h: 0.5 * self.params.dt,
             dt: self.params.dt,
@@ -270,14 +270,18 @@ impl PairListSim {
     /// of [`MIN_LEN`] particles.
     pub(super) fn verlet_pass(&mut self, close: bool, open: bool) {
         let update = self.verlet_update(close, open);
+        let own = self.own_range();
         let s = &mut self.state;
-        let (force, torque, meta) = (&s.force, &s.torque, &s.meta);
-        let x_ref = &self.x_ref;
-        let found = s
-            .pos
+        let (force, torque, meta) = (
+            &s.force[own.clone()],
+            &s.torque[own.clone()],
+            &s.meta[own.clone()],
+        );
+        let x_ref = &self.x_ref[own.clone()];
+        let found = s.pos[own.clone()]
             .par_chunks_mut(MIN_LEN)
-            .zip(s.vel.par_chunks_mut(MIN_LEN))
-            .zip(s.angvel.par_chunks_mut(MIN_LEN))
+            .zip(s.vel[own.clone()].par_chunks_mut(MIN_LEN))
+            .zip(s.angvel[own].par_chunks_mut(MIN_LEN))
             .enumerate()
             .map(|(block, ((xs, vs), ws))| {
                 let a = block * MIN_LEN;
@@ -320,7 +324,7 @@ impl PairListSim {
     }
 
     /// Opens a step: half kick with the last forces, then drift.
-    pub(super) fn verlet_open(&mut self) {
+    pub(crate) fn verlet_open(&mut self) {
         self.verlet_pass(false, true);
     }
 
@@ -422,7 +426,7 @@ impl PairListSim {
     }
 
     /// Kernel `body_begin`: half kick and drift of every body.
-    pub(super) fn body_begin(&mut self) {
+    pub(crate) fn body_begin(&mut self) {
         body_begin(
             &mut self.bodies,
             &self.body_force,
@@ -432,7 +436,7 @@ impl PairListSim {
     }
 
     /// Kernel `body_end`: the closing half kick of every body.
-    pub(super) fn body_end(&mut self) {
+    pub(crate) fn body_end(&mut self) {
         body_end(
             &mut self.bodies,
             &self.body_force,
@@ -443,17 +447,23 @@ impl PairListSim {
 
     /// Kernel `body_particles`: body particles follow their bodies. After a
     /// `body_begin` their displacement counts for the next rebuild.
-    pub(super) fn body_particles(&mut self, track_displacement: bool) {
+    pub(crate) fn body_particles(&mut self, track_displacement: bool) {
         let bodies = &self.bodies;
         let p = self.params;
+        // Only the particles this engine owns (another rank's are refreshed
+        // from it before the forces).
+        let own = self.own_range();
         let s = &mut self.state;
-        let found = s
-            .pos
+        let found = s.pos[own.clone()]
             .par_iter_mut()
-            .zip(s.vel.par_iter_mut())
-            .zip(s.angvel.par_iter_mut())
-            .zip(s.meta.par_iter().zip(s.local.par_iter()))
-            .zip(self.x_ref.par_iter())
+            .zip(s.vel[own.clone()].par_iter_mut())
+            .zip(s.angvel[own.clone()].par_iter_mut())
+            .zip(
+                s.meta[own.clone()]
+                    .par_iter()
+                    .zip(s.local[own.clone()].par_iter()),
+            )
+            .zip(self.x_ref[own].par_iter())
             .with_min_len(MIN_LEN)
             .fold(
                 || Found::NONE,
@@ -496,7 +506,7 @@ impl PairListSim {
 
     /// Kernel `body_reduce`: every body's force and torque, summed in the
     /// fixed order of the body kernels.
-    pub(super) fn body_reduce(&mut self) {
+    pub(crate) fn body_reduce(&mut self) {
         let s = &self.state;
         let (inv, bodies) = (&self.inv_index, &self.bodies);
         let sums: Vec<([f32; 4], [f32; 4])> = bodies

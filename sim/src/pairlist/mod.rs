@@ -33,6 +33,7 @@
 //! [`CpuSim`](crate::cpu::CpuSim)) the physics is the same to rounding: the
 //! forces on a particle are summed in another order.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use pellet_formats::scene::Integrator;
@@ -47,10 +48,24 @@ mod forces;
 mod integrate;
 pub mod lanes;
 
+pub(crate) use build::{Cuts, History, TARGET_SLABS, key, slabs_of};
 pub use build::{NeighbourList, WallList};
 
 /// Particles per rayon task in the per-particle passes.
 const MIN_LEN: usize = 2048;
+
+/// What one rank of several holds of the sorted particles: the previous
+/// rank's last layer of cells, its own particles, the next rank's first
+/// layer (`crate::ranks`).
+#[derive(Debug, Clone, Default)]
+pub struct RankSpan {
+    /// The particles this rank owns and integrates (the rest are read only,
+    /// refreshed from their owners before every force pass).
+    pub own: Range<usize>,
+    /// The global index of the first of this engine's slabs (its parity
+    /// decides the phase each slab runs in, as on one rank).
+    pub first_slab: usize,
+}
 
 /// The CPU engine's state: particles in the order of the last build.
 #[derive(Debug)]
@@ -88,9 +103,15 @@ pub struct PairListSim {
     /// Positions at the last build.
     x_ref: Vec<[f32; 3]>,
     /// Largest squared displacement from `x_ref` seen since the last build, m^2.
-    max_disp2: f32,
+    pub(crate) max_disp2: f32,
     /// Whether every particle is free (no body or scenery particles).
     all_free: bool,
+    /// Persistent ids run below this (every particle of the scene, also
+    /// when this engine holds a rank's part of them).
+    pub(crate) id_count: usize,
+    /// When this engine is one rank of several: the particles it owns
+    /// and where its slabs sit among every rank's.
+    pub(crate) span: Option<RankSpan>,
     /// RK2 start-of-step copies.
     pos0: Vec<[f32; 4]>,
     vel0: Vec<[f32; 4]>,
@@ -125,6 +146,8 @@ impl PairListSim {
                 .meta
                 .iter()
                 .all(|m| m[2] == crate::setup::FREE),
+            id_count: n,
+            span: None,
             pos0: Vec::new(),
             vel0: Vec::new(),
             angvel0: Vec::new(),
@@ -140,6 +163,14 @@ impl PairListSim {
         sim
     }
 
+    /// The particles this engine integrates: all of them, or a rank's own.
+    pub fn own_range(&self) -> Range<usize> {
+        self.span
+            .as_ref()
+            .map_or(0..self.state.len(), |s| s.own.clone())
+    }
+
+    /// The global index of this engine's first slab (0 on one rank).
     /// Current simulated time, seconds (`f32(step) * dt`, as the kernels see it).
     pub fn kernel_time(&self) -> f32 {
         self.step as f32 * self.params.dt
@@ -271,7 +302,7 @@ impl PairListSim {
     }
 
     /// Resets the per-step counters.
-    fn clear_step_counters(&self) {
+    pub(crate) fn clear_step_counters(&self) {
         for c in [
             Counter::Contacts,
             Counter::WallContacts,

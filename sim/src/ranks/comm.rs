@@ -1,0 +1,153 @@
+//! [`Comm`]: what the ranks of one run say to each other (MPI in the player,
+//! in-process threads in tests), and the typed framing of their messages.
+
+use bytemuck::Pod;
+use thiserror::Error;
+
+/// Why a collective did not complete.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CommError {
+    /// Another rank stopped taking part (it failed, exited or was killed).
+    #[error("rank {rank} stopped answering during {during}")]
+    PeerLost {
+        /// The rank that stopped, when known.
+        rank: usize,
+        /// The collective that was waiting, e.g. `the halo exchange`.
+        during: &'static str,
+    },
+    /// No rank answered in time.
+    #[error("no answer from every rank within {seconds} s during {during}")]
+    Timeout {
+        /// How long this rank waited.
+        seconds: u64,
+        /// The collective that was waiting.
+        during: &'static str,
+    },
+    /// A message that does not decode as the protocol says.
+    #[error("a message from rank {rank} is malformed: {problem}")]
+    Malformed {
+        /// The sender.
+        rank: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The transport itself failed.
+    #[error("the transport failed: {0}")]
+    Transport(String),
+}
+
+/// The collectives the ranked engine needs. Every rank calls the same ones
+/// in the same order (the engine's step is the same on every rank).
+pub trait Comm: std::fmt::Debug {
+    /// This rank, `0..size`.
+    fn rank(&self) -> usize;
+    /// How many ranks there are.
+    fn size(&self) -> usize;
+    /// Sends `send[r]` to rank `r` (one buffer per rank, empty for none) and
+    /// returns what every rank sent to this one, by sender.
+    fn all_to_all(
+        &self,
+        send: Vec<Vec<u8>>,
+        during: &'static str,
+    ) -> Result<Vec<Vec<u8>>, CommError>;
+    /// Every rank's `send`, by rank.
+    fn all_gather(&self, send: Vec<u8>, during: &'static str) -> Result<Vec<Vec<u8>>, CommError>;
+}
+
+/// Every rank's `value`, by rank.
+pub fn gather_values<T: Pod>(
+    comm: &dyn Comm,
+    value: T,
+    during: &'static str,
+) -> Result<Vec<T>, CommError> {
+    let all = comm.all_gather(bytemuck::bytes_of(&value).to_vec(), during)?;
+    all.iter()
+        .enumerate()
+        .map(|(rank, b)| {
+            (b.len() == size_of::<T>())
+                .then(|| bytemuck::pod_read_unaligned(b))
+                .ok_or_else(|| CommError::Malformed {
+                    rank,
+                    problem: format!("{} bytes where {} were expected", b.len(), size_of::<T>()),
+                })
+        })
+        .collect()
+}
+
+/// A message of typed sections, each a length and its records.
+#[derive(Debug, Default)]
+pub struct Message {
+    bytes: Vec<u8>,
+}
+
+impl Message {
+    /// Appends a section.
+    pub fn push<T: Pod>(&mut self, records: &[T]) -> &mut Self {
+        self.bytes
+            .extend_from_slice(&(records.len() as u64).to_le_bytes());
+        self.bytes.extend_from_slice(bytemuck::cast_slice(records));
+        self
+    }
+
+    /// The bytes to send.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// Reads the sections of a [`Message`] from `rank`, checking every length.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    rank: usize,
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// A reader of `bytes` sent by `rank`.
+    pub fn new(rank: usize, bytes: &'a [u8]) -> Self {
+        Self { rank, rest: bytes }
+    }
+
+    fn malformed(&self, problem: String) -> CommError {
+        CommError::Malformed {
+            rank: self.rank,
+            problem,
+        }
+    }
+
+    /// The next section, as records of `T`.
+    pub fn section<T: Pod>(&mut self) -> Result<Vec<T>, CommError> {
+        if self.rest.len() < 8 {
+            return Err(self.malformed(format!(
+                "{} bytes left where a section length was expected",
+                self.rest.len()
+            )));
+        }
+        let (len, rest) = self.rest.split_at(8);
+        let count = u64::from_le_bytes(len.try_into().unwrap_or([0; 8]));
+        let bytes = usize::try_from(count)
+            .ok()
+            .and_then(|c| c.checked_mul(size_of::<T>()))
+            .filter(|&b| b <= rest.len())
+            .ok_or_else(|| {
+                self.malformed(format!(
+                    "a section of {count} records of {} bytes with {} bytes left",
+                    size_of::<T>(),
+                    rest.len()
+                ))
+            })?;
+        let (body, rest) = rest.split_at(bytes);
+        self.rest = rest;
+        Ok(bytemuck::pod_collect_to_vec(body))
+    }
+
+    /// Checks that nothing follows the last section.
+    pub fn finish(self) -> Result<(), CommError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(self.malformed(format!("{} bytes after the last section", self.rest.len())))
+        }
+    }
+}
