@@ -97,6 +97,9 @@ fn headless(
     });
     bar.finish_and_clear();
     let summary = summary?;
+    if pellet_player::sim::run::launched_ranks().is_some_and(|(rank, _)| rank != 0) {
+        return Ok(()); // rank 0 reports a ranked run
+    }
     if json {
         serde_json::to_writer_pretty(&mut *out, &summary)?;
         writeln!(out)?;

@@ -13,6 +13,7 @@ use super::blocks::{BlockSim, BlockStats};
 use super::cpu::kinetic_energy;
 use super::gpu::GpuSim;
 use super::pairlist::PairListSim;
+use super::ranks::{Comm, RankedSim};
 use super::stages::SimShaders;
 use super::{Counter, HostState, NUM_COUNTERS, SimError, SimSetup};
 use crate::stages::bodies::BodyGpu;
@@ -27,6 +28,10 @@ pub enum Engine {
     /// State on the host, forces on the GPU block by block (scenes larger
     /// than the device budget).
     Blocks(Box<BlockSim>),
+    /// One rank of the CPU engine over several (MPI processes): the same
+    /// bits as [`Engine::Cpu`]; statistics, states and bodies are global
+    /// (every call is a collective: every rank makes it).
+    Ranked(Box<RankedSim>),
 }
 
 /// One line of `--stats`.
@@ -105,6 +110,21 @@ impl Simulation {
         Ok(Self::with(Engine::Blocks(Box::new(sim)), setup))
     }
 
+    /// `setup` on the CPU engine as one rank of `comm`'s (every rank calls
+    /// this with the same setup).
+    pub fn ranked(setup: &SimSetup, comm: Box<dyn Comm>) -> Result<Self, SimError> {
+        let sim = RankedSim::new(setup, comm)?;
+        Ok(Self::with(Engine::Ranked(Box::new(sim)), setup))
+    }
+
+    /// The ranked engine, when running over several ranks.
+    pub fn ranked_sim(&self) -> Option<&RankedSim> {
+        match &self.engine {
+            Engine::Ranked(r) => Some(r),
+            _ => None,
+        }
+    }
+
     /// What block-wise stepping did, when it is on.
     pub fn block_stats(&self) -> Option<&BlockStats> {
         match &self.engine {
@@ -129,7 +149,7 @@ impl Simulation {
     pub fn gpu_sim(&self) -> Option<&GpuSim> {
         match &self.engine {
             Engine::Gpu(g) => Some(g),
-            Engine::Cpu(_) | Engine::Blocks(_) => None,
+            Engine::Cpu(_) | Engine::Blocks(_) | Engine::Ranked(_) => None,
         }
     }
 
@@ -148,6 +168,11 @@ impl Simulation {
         match &self.engine {
             Engine::Gpu(g) => format!("gpu ({})", g.gpu().report.name),
             Engine::Cpu(_) => format!("cpu ({} threads)", rayon::current_num_threads()),
+            Engine::Ranked(r) => format!(
+                "cpu ({} ranks of {} threads)",
+                r.comm().size(),
+                rayon::current_num_threads()
+            ),
             Engine::Blocks(b) => format!(
                 "gpu blocks ({} threads + {}; at most {} particles per block)",
                 rayon::current_num_threads(),
@@ -184,6 +209,7 @@ impl Simulation {
             Engine::Gpu(g) => g.advance(steps)?,
             Engine::Cpu(c) => c.advance(steps),
             Engine::Blocks(b) => b.advance(steps)?,
+            Engine::Ranked(r) => r.advance(steps)?,
         }
         self.steps += u64::from(steps);
         let counters = self.counters()?;
@@ -230,6 +256,9 @@ impl Simulation {
             Engine::Blocks(b) => Ok(std::array::from_fn(|k| {
                 b.host.counters[k].load(std::sync::atomic::Ordering::Relaxed)
             })),
+            Engine::Ranked(r) => Ok(std::array::from_fn(|k| {
+                r.sim.counters[k].load(std::sync::atomic::Ordering::Relaxed)
+            })),
         }
     }
 
@@ -239,6 +268,7 @@ impl Simulation {
             Engine::Gpu(g) => g.kinetic_energy()?,
             Engine::Cpu(c) => kinetic_energy(&c.state),
             Engine::Blocks(b) => kinetic_energy(&b.host.state),
+            Engine::Ranked(r) => r.kinetic_energy()?,
         };
         let counters = self.counters()?;
         let now = Instant::now();
@@ -263,6 +293,7 @@ impl Simulation {
                 Engine::Cpu(c) => c.rebuilds,
                 Engine::Gpu(g) => g.rebuilds(),
                 Engine::Blocks(b) => b.host.rebuilds,
+                Engine::Ranked(r) => r.sim.rebuilds,
             },
             ms_per_step,
         })
@@ -274,6 +305,7 @@ impl Simulation {
             Engine::Gpu(g) => g.download(),
             Engine::Cpu(c) => Ok(c.state.clone()),
             Engine::Blocks(b) => Ok(b.host.state.clone()),
+            Engine::Ranked(r) => r.gather_state(),
         }
     }
 
@@ -283,6 +315,7 @@ impl Simulation {
             Engine::Gpu(g) => g.download_bodies(),
             Engine::Cpu(c) => Ok(c.bodies.clone()),
             Engine::Blocks(b) => Ok(b.host.bodies.clone()),
+            Engine::Ranked(r) => Ok(r.bodies().to_vec()),
         }
     }
 

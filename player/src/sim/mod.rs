@@ -8,4 +8,6 @@ pub use pellet_sim::*;
 
 #[cfg(feature = "bake")]
 pub mod bodies;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod run;

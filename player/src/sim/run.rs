@@ -484,13 +484,19 @@ pub fn run_headless(
     if options.stats_every == 0 || options.save_every == Some(0) {
         return Err(PlayerError::Options("step intervals must be at least 1"));
     }
+    // Under mpirun each process is one rank of the CPU engine; rank 0
+    // alone writes the outputs (every rank takes part in every gather).
+    let ranks = RankLaunch::detect()?;
     let mut stats_out = match &options.stats {
-        Some(p) => Some(std::io::BufWriter::new(
+        Some(p) if ranks.writes() => Some(std::io::BufWriter::new(
             std::fs::File::create(p).map_err(write_err(p))?,
         )),
-        None => None,
+        _ => None,
     };
-    let mut sim = start_within(&setup, options.backend, options.device_budget)?;
+    let mut sim = match ranks.start(&setup)? {
+        Some(sim) => sim,
+        None => start_within(&setup, options.backend, options.device_budget)?,
+    };
     let mut renderer = match &options.frames {
         Some(f) => {
             let Some(gs) = sim.gpu_sim() else {
@@ -567,7 +573,10 @@ pub fn run_headless(
             && step % k == 0
         {
             let path = dir.join(format!("state_{step:08}.pellet"));
-            write_asset(&path, &sim.snapshot()?)?;
+            let state = sim.snapshot()?;
+            if ranks.writes() {
+                write_asset(&path, &state)?;
+            }
             saved.push(path);
         }
         progress(step, total);
@@ -577,7 +586,10 @@ pub fn run_headless(
     }
     let seconds = started.elapsed().as_secs_f64();
     if let Some(path) = &options.save {
-        write_asset(path, &sim.snapshot()?)?;
+        let state = sim.snapshot()?;
+        if ranks.writes() {
+            write_asset(path, &state)?;
+        }
         saved.push(path.clone());
     }
     let steps = sim.steps();
@@ -599,4 +611,68 @@ pub fn run_headless(
         saved,
         blocks: sim.block_stats().cloned(),
     })
+}
+
+/// Whether this process was started by `mpirun` as one of several ranks
+/// (Open MPI's or a PMI launcher's environment).
+pub fn launched_ranks() -> Option<(usize, usize)> {
+    let var = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| std::env::var(n).ok()?.parse::<usize>().ok())
+    };
+    let size = var(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"])?;
+    let rank = var(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]).unwrap_or(0);
+    Some((rank, size))
+}
+
+/// How this run was launched: alone, or as one MPI rank (the universe
+/// lives as long as the run).
+struct RankLaunch {
+    rank: usize,
+    #[cfg(feature = "mpi")]
+    universe: Option<mpi::environment::Universe>,
+}
+
+impl RankLaunch {
+    fn detect() -> Result<Self, PlayerError> {
+        let launched = launched_ranks();
+        #[cfg(feature = "mpi")]
+        {
+            let universe = match launched {
+                Some(_) => Some(mpi::initialize().ok_or(PlayerError::Options(
+                    "MPI was already initialised in this process",
+                ))?),
+                None => None,
+            };
+            let rank = universe.as_ref().map_or(0, |u| {
+                use mpi::traits::Communicator;
+                u.world().rank() as usize
+            });
+            Ok(Self { rank, universe })
+        }
+        #[cfg(not(feature = "mpi"))]
+        match launched {
+            Some((_, size)) if size > 1 => Err(PlayerError::Options(
+                "started by mpirun with several ranks, but this player was built without MPI: build it with `cargo build --release -p pellet-player --features mpi`",
+            )),
+            _ => Ok(Self { rank: 0 }),
+        }
+    }
+
+    /// Whether this process writes the outputs (rank 0, or alone).
+    fn writes(&self) -> bool {
+        self.rank == 0
+    }
+
+    /// The ranked CPU engine, when launched by mpirun.
+    fn start(&self, setup: &SimSetup) -> Result<Option<Simulation>, PlayerError> {
+        #[cfg(feature = "mpi")]
+        if let Some(u) = &self.universe {
+            let comm = crate::sim::mpi::MpiComm::new(u.world());
+            return Ok(Some(Simulation::ranked(setup, Box::new(comm))?));
+        }
+        let _ = setup;
+        Ok(None)
+    }
 }

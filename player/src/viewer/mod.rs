@@ -453,6 +453,7 @@ impl WindowState {
         match self.playing.sim.engine_mut() {
             crate::sim::Engine::Gpu(g) => g.update_parameters(&params, &pairs),
             crate::sim::Engine::Cpu(c) => c.update_parameters(&params, &pairs),
+            crate::sim::Engine::Ranked(r) => r.sim.update_parameters(&params, &pairs),
             crate::sim::Engine::Blocks(b) => b.host.update_parameters(&params, &pairs),
         }
     }
