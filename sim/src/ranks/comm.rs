@@ -75,6 +75,17 @@ pub fn gather_values<T: Pod>(
         .collect()
 }
 
+/// `bytes` from `rank` as records of `T` (`what` names them in the error).
+pub fn records<T: Pod>(rank: usize, bytes: &[u8], what: &str) -> Result<Vec<T>, CommError> {
+    if !bytes.len().is_multiple_of(size_of::<T>()) {
+        return Err(CommError::Malformed {
+            rank,
+            problem: format!("{what} of {} bytes", bytes.len()),
+        });
+    }
+    Ok(bytemuck::pod_collect_to_vec(bytes))
+}
+
 /// A message of typed sections, each a length and its records.
 #[derive(Debug, Default)]
 pub struct Message {

@@ -296,14 +296,7 @@ impl RankedSim {
             .all_gather(bytemuck::cast_slice(&flat).to_vec(), "the layer count")?;
         let mut merged: Vec<(u64, u64)> = Vec::new();
         for (r, bytes) in all.iter().enumerate() {
-            if bytes.len() % 16 != 0 {
-                return Err(CommError::Malformed {
-                    rank: r,
-                    problem: format!("a layer count of {} bytes", bytes.len()),
-                }
-                .into());
-            }
-            let v: Vec<[u64; 2]> = bytemuck::pod_collect_to_vec(bytes);
+            let v: Vec<[u64; 2]> = comm::records(r, bytes, "a layer count")?;
             merged.extend(v.into_iter().map(|[l, c]| (l, c)));
         }
         let plan = Plan::new(merged, size);
@@ -521,14 +514,7 @@ impl RankedSim {
             })
             .collect();
         for (r, bytes) in got.iter().enumerate() {
-            if bytes.len() % size_of::<BodyShare>() != 0 {
-                return Err(CommError::Malformed {
-                    rank: r,
-                    problem: format!("body shares of {} bytes", bytes.len()),
-                }
-                .into());
-            }
-            for sh in bytemuck::pod_collect_to_vec::<u8, BodyShare>(bytes) {
+            for sh in comm::records::<BodyShare>(r, bytes, "body shares")? {
                 let body = bodies.get(sh.body as usize);
                 let slot = body.and_then(|b| {
                     let k = sh.id.checked_sub(b.range[0])? as usize;
@@ -579,14 +565,7 @@ impl RankedSim {
             .comm
             .all_gather(bytemuck::cast_slice(&sums).to_vec(), "the body sums")?;
         for (r, bytes) in all.iter().enumerate() {
-            if bytes.len() % size_of::<BodySum>() != 0 {
-                return Err(CommError::Malformed {
-                    rank: r,
-                    problem: format!("body sums of {} bytes", bytes.len()),
-                }
-                .into());
-            }
-            for sum in bytemuck::pod_collect_to_vec::<u8, BodySum>(bytes) {
+            for sum in comm::records::<BodySum>(r, bytes, "body sums")? {
                 let b = sum.body as usize;
                 if b >= self.sim.bodies.len() || b % size != r {
                     return Err(CommError::Malformed {
@@ -666,14 +645,7 @@ impl RankedSim {
             .all_gather(bytemuck::cast_slice(&mine).to_vec(), "the state gather")?;
         let mut records = Vec::new();
         for (r, bytes) in all.iter().enumerate() {
-            if bytes.len() % size_of::<ParticleRecord>() != 0 {
-                return Err(CommError::Malformed {
-                    rank: r,
-                    problem: format!("a state of {} bytes", bytes.len()),
-                }
-                .into());
-            }
-            records.extend(bytemuck::pod_collect_to_vec::<u8, ParticleRecord>(bytes));
+            records.extend(comm::records::<ParticleRecord>(r, bytes, "a state")?);
         }
         Ok(state_of(&records))
     }
