@@ -22,6 +22,15 @@ if bash scripts/lavapipe-backports.sh >/dev/null; then
 else
   echo "bench: no second lavapipe; the pack rows run the system's alone" >&2
 fi
+# The player built with MPI, for the "particle simulation across ranks" rows
+# (Open MPI and libclang installed when missing; a copy, so later builds
+# without the feature leave it alone).
+if bash scripts/mpi-setup.sh && cargo build --release --locked -q -p pellet-player --features mpi; then
+  cp target/release/player target/release/player-mpi
+  export PELLET_BENCH_MPI_PLAYER="$PWD/target/release/player-mpi"
+else
+  echo "bench: no MPI build; the rank rows are skipped" >&2
+fi
 # The browser player's site and its driver (the "browser player" rows).
 if [ -z "${PELLET_BENCH_NO_WEB:-}" ]; then
   bash scripts/web.sh assets/scenes/ballpit.toml target/web-site >/dev/null

@@ -67,6 +67,7 @@ fn group_order(group: &str) -> usize {
         "neighbour model",
         "neighbour search",
         "particle simulation",
+        "particle simulation across ranks",
         "rigid bodies",
         "rendering",
         "formats",
@@ -109,6 +110,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wanted("particle simulation") {
         rows.extend(cases::sim::run(samples, cli.quick));
+    }
+    if wanted("particle simulation across ranks") {
+        rows.extend(cases::ranks::run(samples, cli.quick));
     }
     if wanted("rigid bodies") {
         rows.extend(cases::bodies::run(samples, cli.quick));

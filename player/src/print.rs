@@ -97,6 +97,19 @@ pub fn run_summary(out: &mut impl Write, summary: &RunSummary) -> io::Result<()>
         l.slot_overflows,
         l.rebuilds
     )?;
+    if let Some(r) = &l.ranks {
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
+        writeln!(
+            out,
+            "ranks        {} (MPI): {} particles owned, {} in halos; imbalance {:.3}; {:.1} MB sent in all, {:.1} kB per step",
+            r.ranks,
+            list(&r.owned),
+            list(&r.halo),
+            r.imbalance,
+            r.bytes_sent as f64 / 1e6,
+            r.bytes_sent as f64 / 1e3 / summary.steps.max(1) as f64
+        )?;
+    }
     if let Some(b) = &summary.blocks {
         let budget = if b.budget == u64::MAX {
             "the device's buffer limits".to_string()

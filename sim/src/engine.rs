@@ -60,6 +60,28 @@ pub struct StepStats {
     pub rebuilds: u64,
     /// Wall-clock milliseconds per step since the last stats line.
     pub ms_per_step: f64,
+    /// The ranks of a run under `mpirun` (absent on one process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RanksLine>,
+}
+
+/// The ranks' part of a `--stats` line: where the slabs put the particles
+/// at the last neighbour-list build, and what the ranks sent each other.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RanksLine {
+    /// Ranks.
+    pub ranks: usize,
+    /// Particles each rank owned at the last build (slab boundaries are
+    /// placed by particle count at every build).
+    pub owned: Vec<u64>,
+    /// Halo particles each rank read from its neighbours at the last build.
+    pub halo: Vec<u64>,
+    /// The fullest rank's particles over the mean (1 = even).
+    pub imbalance: f64,
+    /// Bytes all ranks sent each other since the start.
+    pub bytes_sent: u64,
+    /// Bytes all ranks sent each other per step since the last stats line.
+    pub bytes_per_step: f64,
 }
 
 /// A running simulation.
@@ -70,6 +92,8 @@ pub struct Simulation {
     steps: u64,
     last_stats_step: u64,
     last_stats_at: Instant,
+    /// Bytes the ranks had sent at the last stats line.
+    last_stats_bytes: u64,
     particles: usize,
     /// Domain lower and upper corner and closed faces, for escape messages.
     domain: ([f32; 3], [f32; 3], u32),
@@ -140,6 +164,7 @@ impl Simulation {
             steps: 0,
             last_stats_step: 0,
             last_stats_at: Instant::now(),
+            last_stats_bytes: 0,
             particles: setup.particles.len(),
             domain: (setup.domain_min, setup.domain_max, setup.closed_faces),
         }
@@ -264,11 +289,30 @@ impl Simulation {
 
     /// Statistics of the current state (waits for the GPU).
     pub fn stats(&mut self) -> Result<StepStats, SimError> {
+        let mut ranks = None;
         let (kinetic_energy, max_speed) = match &self.engine {
             Engine::Gpu(g) => g.kinetic_energy()?,
             Engine::Cpu(c) => kinetic_energy(&c.state),
             Engine::Blocks(b) => kinetic_energy(&b.host.state),
-            Engine::Ranked(r) => r.kinetic_energy()?,
+            Engine::Ranked(r) => {
+                let global = r.global_stats()?;
+                let rs = r.stats();
+                let steps = self.steps - self.last_stats_step;
+                ranks = Some(RanksLine {
+                    ranks: rs.ranks,
+                    owned: rs.owned.clone(),
+                    halo: rs.halo.clone(),
+                    imbalance: rs.imbalance,
+                    bytes_sent: global.bytes_sent,
+                    bytes_per_step: if steps > 0 {
+                        (global.bytes_sent - self.last_stats_bytes) as f64 / steps as f64
+                    } else {
+                        0.0
+                    },
+                });
+                self.last_stats_bytes = global.bytes_sent;
+                (global.kinetic_energy, global.max_speed)
+            }
         };
         let counters = self.counters()?;
         let now = Instant::now();
@@ -296,6 +340,7 @@ impl Simulation {
                 Engine::Ranked(r) => r.sim.rebuilds,
             },
             ms_per_step,
+            ranks,
         })
     }
 

@@ -43,7 +43,7 @@ pub mod ranks;
 pub mod setup;
 pub mod stages;
 
-pub use engine::{Engine, Simulation, StepStats};
+pub use engine::{Engine, RanksLine, Simulation, StepStats};
 pub use grid::{GridMode, GridSpec};
 pub use setup::{ParticleArrays, SimOptions, SimSetup};
 

@@ -8,6 +8,7 @@ pub mod formats;
 pub mod neighbour_model;
 pub mod nns;
 pub mod peers;
+pub mod ranks;
 pub mod render;
 pub mod serving;
 pub mod sim;

@@ -126,7 +126,8 @@ pub(crate) struct RunInfo {
     pub(crate) rebuilds_per_1000: f64,
 }
 
-fn scene_toml(n: u32) -> String {
+/// The touching simple-cubic pack of `n`^3 spheres as a scene file.
+pub(crate) fn scene_toml(n: u32) -> String {
     let side = f64::from(n) * 0.02;
     format!(
         "name = \"pack{n}\"\n[simulation]\nparticle_radius = 0.01\ngravity = [0, -9.81, 0]\ntime_step = 1e-5\n\

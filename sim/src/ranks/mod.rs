@@ -64,6 +64,17 @@ pub struct RankStats {
     pub steps: u64,
 }
 
+/// Figures summed or reduced over every rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GlobalStats {
+    /// Translational + rotational kinetic energy, joules.
+    pub kinetic_energy: f64,
+    /// Largest particle speed, m/s.
+    pub max_speed: f64,
+    /// Bytes all ranks sent each other since the start.
+    pub bytes_sent: u64,
+}
+
 /// One rank's part of a ranked run.
 #[derive(Debug)]
 pub struct RankedSim {
@@ -632,6 +643,18 @@ impl RankedSim {
             all.iter().map(|v| v[0]).sum(),
             all.iter().map(|v| v[1]).fold(0.0, f64::max),
         ))
+    }
+
+    /// Kinetic energy, largest speed and the bytes every rank has sent
+    /// since the start, over all ranks (every rank calls it).
+    pub fn global_stats(&self) -> Result<GlobalStats, SimError> {
+        let (kinetic_energy, max_speed) = self.kinetic_energy()?;
+        let sent = gather_values(&*self.comm, self.stats.bytes_sent, "the statistics")?;
+        Ok(GlobalStats {
+            kinetic_energy,
+            max_speed,
+            bytes_sent: sent.iter().sum(),
+        })
     }
 
     /// Every rank's owned particles, in global sorted order (on every rank).
