@@ -15,9 +15,9 @@
 // No float atomics: every sum has a fixed order, so reruns are bit-identical.
 // A rebuild that needs more pairs than the buffers hold halts the batch
 // (every later dispatch gets zero workgroups); the host grows the buffers
-// and resumes from that very evaluation (`gpu/pairs.rs`).
+// and resumes from that very evaluation (`gpu/pairs/resume.rs`).
 
-// list_state slots (ListState in gpu/pairs.rs).
+// list_state slots (ListState in gpu/pairs/mod.rs).
 const LS_REBUILD: u32 = 0u;   // 1: rebuild at the next list_gate
 const LS_HALT: u32 = 1u;      // 0, or 1 + the ForceKind of the evaluation that halted (+ HALT_REBUILD_DUE)
 const LS_NEEDED: u32 = 2u;    // pairs the halted rebuild needed
