@@ -628,8 +628,9 @@ impl RankedSim {
         Ok(())
     }
 
-    /// Kinetic energy (J) and the largest speed (m/s) over every rank.
-    pub fn kinetic_energy(&self) -> Result<(f64, f64), SimError> {
+    /// Kinetic energy, largest speed and the bytes every rank has sent
+    /// since the start, over all ranks, in one gather (every rank calls it).
+    pub fn global_stats(&self) -> Result<GlobalStats, SimError> {
         let own = self.own();
         let s = &self.sim.state;
         let mine = HostState {
@@ -638,22 +639,13 @@ impl RankedSim {
             ..HostState::default()
         };
         let (ke, vmax) = crate::cpu::kinetic_energy(&mine);
-        let all = gather_values(&*self.comm, [ke, vmax], "the statistics")?;
-        Ok((
-            all.iter().map(|v| v[0]).sum(),
-            all.iter().map(|v| v[1]).fold(0.0, f64::max),
-        ))
-    }
-
-    /// Kinetic energy, largest speed and the bytes every rank has sent
-    /// since the start, over all ranks (every rank calls it).
-    pub fn global_stats(&self) -> Result<GlobalStats, SimError> {
-        let (kinetic_energy, max_speed) = self.kinetic_energy()?;
-        let sent = gather_values(&*self.comm, self.stats.bytes_sent, "the statistics")?;
+        // Byte counts travel as f64: exact below 2^53 bytes.
+        let local = [ke, vmax, self.stats.bytes_sent as f64];
+        let all = gather_values(&*self.comm, local, "the statistics")?;
         Ok(GlobalStats {
-            kinetic_energy,
-            max_speed,
-            bytes_sent: sent.iter().sum(),
+            kinetic_energy: all.iter().map(|v| v[0]).sum(),
+            max_speed: all.iter().map(|v| v[1]).fold(0.0, f64::max),
+            bytes_sent: all.iter().map(|v| v[2] as u64).sum(),
         })
     }
 
