@@ -231,6 +231,44 @@ impl Pending {
     }
 }
 
+/// A batch's results as one `[f32; 4]` record per lane, the shape of the
+/// force and torque arrays the scatter adds them to: the force on the
+/// first particle, and `ft x n` times each particle's radius (the torques
+/// of the pair's tangential force). The fourth elements are `+0`, so
+/// adding or subtracting a record leaves a sum's fourth element (`+0`
+/// from the start) as it is. The products are the scalar scatter's
+/// (`tn * r`, one rounding), so the sums get the same bits.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneRecords {
+    /// Force on the first particle, N.
+    pub f: [[f32; 4]; LANES],
+    /// `tn * r_i`: the tangential torque on the first particle, N m.
+    pub ti: [[f32; 4]; LANES],
+    /// `tn * r_j`: the tangential torque on the second particle, N m.
+    pub tj: [[f32; 4]; LANES],
+}
+
+impl Default for LaneRecords {
+    fn default() -> Self {
+        Self {
+            f: [[0.0; 4]; LANES],
+            ti: [[0.0; 4]; LANES],
+            tj: [[0.0; 4]; LANES],
+        }
+    }
+}
+
+/// [`LaneRecords`] of `out` (radii from `b`), the portable build; the wide
+/// ones transpose the same values in registers.
+pub fn lane_records(b: &PairLanes, out: &PairResults, rec: &mut LaneRecords) {
+    for l in 0..LANES {
+        let (ri, rj) = (b.pi[3][l], b.pj[3][l]);
+        rec.f[l] = [out.f[0][l], out.f[1][l], out.f[2][l], 0.0];
+        rec.ti[l] = [out.tn[0][l] * ri, out.tn[1][l] * ri, out.tn[2][l] * ri, 0.0];
+        rec.tj[l] = [out.tn[0][l] * rj, out.tn[1][l] * rj, out.tn[2][l] * rj, 0.0];
+    }
+}
+
 /// What a batch gives: per lane the force on the first particle, `ft x n`
 /// (times a radius, the torque on either particle), the new spring, and
 /// whether the pair touches.

@@ -1,5 +1,6 @@
-//! The fills of a batch's lanes from the list's sources: AVX-512 record
-//! loads and gathers, AVX2 gathers, or the portable loop; every index
+//! The fills of a batch's lanes from the list's sources: record loads
+//! and transposes (AVX-512 or AVX2) with gathers for the per-pair arrays,
+//! or the portable loop; every index
 //! checked in range with vector compares before it loads.
 //!
 //! Part of the one module that allows `unsafe` ([`super`]): its audit
@@ -7,15 +8,15 @@
 #![allow(unsafe_code)]
 
 #[cfg(target_arch = "x86_64")]
-use super::records::{dist2_512, records512};
+use super::records::{HALF, dist2_256, dist2_512, records256, records512, store_records256};
 #[cfg(target_arch = "x86_64")]
 use super::{has_avx2, has_avx512};
 #[cfg(target_arch = "x86_64")]
 use crate::pairlist::lanes::LANES;
-use crate::pairlist::lanes::{self, LaneIndex, LaneSources, PairLanes};
+use crate::pairlist::lanes::{self, LaneIndex, LaneRecords, LaneSources, PairLanes, PairResults};
 
-/// Fills a batch's lanes from `src` at `idx`: AVX-512 or AVX2 gathers
-/// where the CPU has them, the portable loop elsewhere; all load the same
+/// Fills a batch's lanes from `src` at `idx`: AVX-512 or AVX2 record
+/// loads where the CPU has them, the portable loop elsewhere; all load the same
 /// values.
 ///
 /// # Panics
@@ -35,7 +36,7 @@ pub fn fill_lanes(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
         }
         if has_avx2() {
             // SAFETY: as above, for AVX2 and `gather256`.
-            unsafe { gather256(src, idx, b) };
+            unsafe { gather256(src, idx, b, true) };
             lanes::fill_roll(src, idx, b);
             return;
         }
@@ -55,8 +56,60 @@ pub fn fill_lanes_but_positions(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut 
             lanes::fill_roll(src, idx, b);
             return;
         }
+        if has_avx2() {
+            // SAFETY: as in `fill_lanes`.
+            unsafe { gather256(src, idx, b, false) };
+            lanes::fill_roll(src, idx, b);
+            return;
+        }
     }
     lanes::fill(src, idx, b);
+}
+
+/// [`lanes::lane_records`] with AVX2 transposes where the CPU has them
+/// (the same values).
+#[inline]
+pub fn lane_records(b: &PairLanes, out: &PairResults, rec: &mut LaneRecords) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            // SAFETY: the CPU reports AVX2, the feature `records256_of` is
+            // compiled for; it reads and writes whole arrays.
+            unsafe { records256_of(b, out, rec) };
+            return;
+        }
+    }
+    lanes::lane_records(b, out, rec);
+}
+
+/// # Safety
+/// AVX2 must be available.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn records256_of(b: &PairLanes, out: &PairResults, rec: &mut LaneRecords) {
+    use std::arch::x86_64::*;
+    // SAFETY: eight lanes from `at` (0 or 8) of sixteen-lane arrays, and
+    // eight records from `at` of sixteen-record arrays.
+    unsafe {
+        let zero = _mm256_setzero_ps();
+        for at in [0, HALF] {
+            let lanes = |v: &[f32; LANES]| _mm256_loadu_ps(v[at..].as_ptr());
+            let (ri, rj) = (lanes(&b.pi[3]), lanes(&b.pj[3]));
+            let f = [lanes(&out.f[0]), lanes(&out.f[1]), lanes(&out.f[2]), zero];
+            let tn = [lanes(&out.tn[0]), lanes(&out.tn[1]), lanes(&out.tn[2])];
+            let times = |r: __m256| {
+                [
+                    _mm256_mul_ps(tn[0], r),
+                    _mm256_mul_ps(tn[1], r),
+                    _mm256_mul_ps(tn[2], r),
+                    zero,
+                ]
+            };
+            store_records256(rec.f[at..].as_mut_ptr(), f);
+            store_records256(rec.ti[at..].as_mut_ptr(), times(ri));
+            store_records256(rec.tj[at..].as_mut_ptr(), times(rj));
+        }
+    }
 }
 
 /// The portable fill, for tests that compare it with the gathers.
@@ -164,18 +217,26 @@ unsafe fn gather512(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes, p
     }
 }
 
+/// `positions`: load the positions and radii too (and the springs),
+/// as in [`gather512`], eight lanes at a time.
+///
 /// # Safety
 /// AVX2 must be available.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn gather256(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
+pub(super) unsafe fn gather256(
+    src: &LaneSources<'_>,
+    idx: &LaneIndex,
+    b: &mut PairLanes,
+    positions: bool,
+) {
     use std::arch::x86_64::*;
     let (particles, springs, pairs) = limits(src);
     // SAFETY: as in `gather512`, eight lanes at a time; indices are below
     // 2^31, so the signed compares order them correctly.
     unsafe {
         for h in 0..2 {
-            let at = h * 8;
+            let at = h * HALF;
             let load = |v: &[u32; LANES]| _mm256_loadu_si256(v[at..].as_ptr().cast());
             let (vi, vj, vl, vp) = (
                 load(&idx.i),
@@ -199,41 +260,53 @@ unsafe fn gather256(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
                     _mm256_i32gather_ps::<4>(base, offsets),
                 );
             };
-            let (ri, rj) = (_mm256_slli_epi32::<2>(vi), _mm256_slli_epi32::<2>(vj));
-            let (p, v, w) = (
-                src.pos.as_ptr().cast::<f32>(),
-                src.vel.as_ptr().cast::<f32>(),
-                src.angvel.as_ptr().cast::<f32>(),
-            );
-            for a in 0..4 {
-                let add = _mm256_set1_epi32(a as i32);
-                let (oi, oj) = (_mm256_add_epi32(ri, add), _mm256_add_epi32(rj, add));
-                gather(p, oi, &mut b.pi[a]);
-                gather(p, oj, &mut b.pj[a]);
-                if a < 3 {
-                    gather(v, oi, &mut b.vi[a]);
-                    gather(v, oj, &mut b.vj[a]);
-                    gather(w, oi, &mut b.wi[a]);
-                    gather(w, oj, &mut b.wj[a]);
+            // The particles' records by plain loads and a transpose (the
+            // indices were checked above): positions only when asked.
+            let records = [
+                (src.pos.as_ptr(), &idx.i, &mut b.pi[..]),
+                (src.pos.as_ptr(), &idx.j, &mut b.pj[..]),
+                (src.vel.as_ptr(), &idx.i, &mut b.vi[..]),
+                (src.vel.as_ptr(), &idx.j, &mut b.vj[..]),
+                (src.angvel.as_ptr(), &idx.i, &mut b.wi[..]),
+                (src.angvel.as_ptr(), &idx.j, &mut b.wj[..]),
+            ];
+            for (base, index, out) in records.into_iter().skip(if positions { 0 } else { 2 }) {
+                let r = records256(base, &index[at..at + HALF]);
+                for (a, out) in out.iter_mut().enumerate() {
+                    _mm256_storeu_ps(out[at..].as_mut_ptr(), r[a]);
                 }
             }
-            for a in 0..3 {
-                gather(src.spring[a].as_ptr(), vl, &mut b.xi[a]);
+            if positions {
+                // (Without them, the wide prefilter put the springs in the lanes.)
+                for a in 0..3 {
+                    gather(src.spring[a].as_ptr(), vl, &mut b.xi[a]);
+                }
             }
             if let Some([kn, kt, mu]) = src.uniform {
-                b.kn[at..at + 8].fill(kn);
-                b.kt[at..at + 8].fill(kt);
-                b.mu[at..at + 8].fill(mu);
+                b.kn[at..at + HALF].fill(kn);
+                b.kt[at..at + HALF].fill(kt);
+                b.mu[at..at + HALF].fill(mu);
             } else {
                 gather(src.kn.as_ptr(), vp, &mut b.kn);
                 gather(src.kt.as_ptr(), vp, &mut b.kt);
                 gather(src.mu.as_ptr(), vp, &mut b.mu);
             }
             match src.uniform_damping {
-                Some(c) => b.c[at..at + 8].fill(c),
+                Some(c) => b.c[at..at + HALF].fill(c),
                 None => gather(src.damping.as_ptr(), vp, &mut b.c),
             }
-            gather(src.sign.as_ptr(), vp, &mut b.sign);
+            // The sign only where it may be read, as in `gather512`.
+            let coincide = positions || {
+                let lanes = |v: &[[f32; LANES]; 4]| {
+                    std::array::from_fn(|a| _mm256_loadu_ps(v[a][at..].as_ptr()))
+                };
+                let dist2 = dist2_256(lanes(&b.pi), lanes(&b.pj));
+                let apart = _mm256_cmp_ps::<_CMP_GT_OQ>(dist2, _mm256_setzero_ps());
+                _mm256_movemask_ps(apart) != 0xFF
+            };
+            if coincide {
+                gather(src.sign.as_ptr(), vp, &mut b.sign);
+            }
         }
     }
 }

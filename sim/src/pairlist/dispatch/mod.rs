@@ -26,7 +26,7 @@ mod prefilter;
 mod records;
 mod update;
 
-pub use gather::{fill_lanes, fill_lanes_but_positions, fill_lanes_portable};
+pub use gather::{fill_lanes, fill_lanes_but_positions, fill_lanes_portable, lane_records};
 pub use prefilter::{ListedBlock, has_wide_prefilter, prefilter_block};
 pub use update::{VerletStep, gravity16, has_wide_update, verlet16};
 

@@ -1,23 +1,25 @@
-//! The wide prefilter of the listed pairs (AVX-512): the touching test of
-//! sixteen pairs at once, the touching ones compressed in registers into
-//! the pending lanes, the others' springs cleared.
+//! The wide prefilter of the listed pairs (AVX-512, or AVX2 eight at a
+//! time): the touching test of sixteen pairs at once, the touching ones
+//! compressed in registers into the pending lanes, the others' springs
+//! cleared.
 //!
 //! Part of the one module that allows `unsafe` ([`super`]): its audit
 //! covers every `unsafe` block here.
 #![allow(unsafe_code)]
 
 #[cfg(target_arch = "x86_64")]
-use super::has_avx512;
+use super::records::{HALF, compress_perm256, dist2_256, dist2_512, records256, records512};
 #[cfg(target_arch = "x86_64")]
-use super::records::{dist2_512, records512};
+use super::{has_avx2, has_avx512};
 use crate::pairlist::lanes::{LANES, Pending};
 
-/// Whether the wide prefilter ([`prefilter_block`]) runs on this CPU (AVX-512F).
+/// Whether the wide prefilter ([`prefilter_block`]) runs on this CPU
+/// (AVX-512F or AVX2).
 #[inline]
 pub fn has_wide_prefilter() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        has_avx512()
+        has_avx2()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -51,7 +53,7 @@ pub struct ListedBlock<'a> {
 /// in `pending`.
 ///
 /// # Panics
-/// Without AVX-512F ([`has_wide_prefilter`]), when `pending` has no room,
+/// Without AVX2 ([`has_wide_prefilter`]), when `pending` has no room,
 /// or when an index is out of range (never, for the list's indices).
 pub fn prefilter_block(
     src: &ListedBlock<'_>,
@@ -74,9 +76,14 @@ pub fn prefilter_block(
             unsafe { prefilter512(src, k, end, springs, commit, pending) };
             return;
         }
+        if has_avx2() {
+            // SAFETY: the CPU reports AVX2; as above.
+            unsafe { prefilter256(src, k, end, springs, commit, pending) };
+            return;
+        }
     }
     let _ = commit;
-    panic!("the wide prefilter needs AVX-512F");
+    panic!("the wide prefilter needs AVX2");
 }
 
 /// # Safety
@@ -184,5 +191,141 @@ unsafe fn prefilter512(
             _mm512_storeu_ps(pending.pj[a].as_mut_ptr().add(at), cj);
         }
         pending.used = at + touch.count_ones() as usize;
+    }
+}
+
+/// [`prefilter512`] in two halves of eight lanes (AVX2): the same tests on
+/// the same values, the touching pairs compressed by a lane permutation
+/// ([`compress_perm256`]) and appended in order.
+///
+/// # Safety
+/// AVX2 must be available; the ranges as for [`prefilter512`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn prefilter256(
+    src: &ListedBlock<'_>,
+    k: usize,
+    end: usize,
+    springs: &mut [&mut [f32]],
+    commit: bool,
+    pending: &mut Pending,
+) {
+    use std::arch::x86_64::*;
+    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // SAFETY: loads and stores are masked to the block's lanes, which lie
+    // inside the list and spring slices (caller's contract); the record
+    // loads read particles checked below to be in the chunk; each half
+    // stores eight elements from `used` (at most 16, then at most 24),
+    // inside the 32-element pending arrays.
+    unsafe {
+        for h in (k..end).step_by(HALF) {
+            let count = (end - h).min(HALF) as i32;
+            let valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane);
+            let base = _mm256_set1_epi32(src.base as i32);
+            // Lanes past the block read particle 0 (the chunk has
+            // particles: it lists this block) and are ignored.
+            // Whole halves (all but a slab's last) load and store plainly:
+            // AMD's masked moves cost many times more.
+            let full = count == HALF as i32;
+            let list = |v: &[u32]| {
+                let at = v.as_ptr().add(h).cast();
+                if full {
+                    _mm256_sub_epi32(_mm256_loadu_si256(at), base)
+                } else {
+                    let raw = _mm256_maskload_epi32(at.cast(), valid);
+                    _mm256_and_si256(_mm256_sub_epi32(raw, base), valid)
+                }
+            };
+            let (vo, vp) = (list(src.owner), list(src.partner));
+            let n = _mm256_set1_epi32(src.pos.len() as i32);
+            let under = |v: __m256i| {
+                let neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), v);
+                let ok = _mm256_andnot_si256(neg, _mm256_cmpgt_epi32(n, v));
+                _mm256_movemask_epi8(ok) == -1
+            };
+            assert!(under(vo) && under(vp), "pair lane index out of range");
+            let lanes = |v: __m256i| {
+                let mut out = [0u32; HALF];
+                _mm256_storeu_si256(out.as_mut_ptr().cast(), v);
+                out
+            };
+            let [ix, iy, iz, iw] = records256(src.pos.as_ptr(), &lanes(vo));
+            let [jx, jy, jz, jw] = records256(src.pos.as_ptr(), &lanes(vp));
+            let (jx, jy, jz) = match src.period {
+                // Minimum image: pj + L round((pi - pj) / L), as `image_of`.
+                Some((period, inv)) => {
+                    let image = |i: __m256, j: __m256, a: usize| {
+                        if period[a] > 0.0 {
+                            let d = _mm256_sub_ps(i, j);
+                            let k = _mm256_round_ps::<
+                                { _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC },
+                            >(_mm256_mul_ps(
+                                d,
+                                _mm256_set1_ps(inv[a]),
+                            ));
+                            _mm256_add_ps(j, _mm256_mul_ps(k, _mm256_set1_ps(period[a])))
+                        } else {
+                            j
+                        }
+                    };
+                    (image(ix, jx, 0), image(iy, jy, 1), image(iz, jz, 2))
+                }
+                None => (jx, jy, jz),
+            };
+            let (pi, pj) = ([ix, iy, iz, iw], [jx, jy, jz, jw]);
+            let dist2 = dist2_256([ix, iy, iz], [jx, jy, jz]);
+            let rsum = _mm256_add_ps(pi[3], pj[3]);
+            let touch_v = _mm256_and_ps(
+                _mm256_cmp_ps::<_CMP_LT_OQ>(dist2, _mm256_mul_ps(rsum, rsum)),
+                _mm256_castsi256_ps(valid),
+            );
+            let touch = _mm256_movemask_ps(touch_v) as u32;
+            let perm = compress_perm256(touch);
+            let at = pending.used;
+            // The touching pairs' springs go to the lanes with them (read
+            // before any is written, as in `prefilter512`).
+            let local0 = h - src.k0;
+            for (a, s) in springs.iter().take(3).enumerate() {
+                let at_s = s.as_ptr().add(local0);
+                let xi = if full {
+                    _mm256_loadu_ps(at_s)
+                } else {
+                    _mm256_maskload_ps(at_s, valid)
+                };
+                _mm256_storeu_ps(
+                    pending.xi[a].as_mut_ptr().add(at),
+                    _mm256_permutevar8x32_ps(xi, perm),
+                );
+            }
+            if commit && touch != 0xFF {
+                let apart = _mm256_andnot_si256(_mm256_castps_si256(touch_v), valid);
+                for s in springs.iter_mut() {
+                    let at_s = s.as_mut_ptr().add(local0);
+                    if full {
+                        // Keep the touching lanes, clear the others.
+                        let kept = _mm256_and_ps(_mm256_loadu_ps(at_s), touch_v);
+                        _mm256_storeu_ps(at_s, kept);
+                    } else {
+                        _mm256_maskstore_ps(at_s, apart, _mm256_setzero_ps());
+                    }
+                }
+            }
+            let local = _mm256_add_epi32(_mm256_set1_epi32(local0 as i32), lane);
+            let pair = _mm256_add_epi32(_mm256_set1_epi32(h as i32), lane);
+            let ints = |v: __m256i| _mm256_permutevar8x32_epi32(v, perm);
+            _mm256_storeu_si256(pending.i.as_mut_ptr().add(at).cast(), ints(vo));
+            _mm256_storeu_si256(pending.j.as_mut_ptr().add(at).cast(), ints(vp));
+            _mm256_storeu_si256(pending.local.as_mut_ptr().add(at).cast(), ints(local));
+            _mm256_storeu_si256(pending.pair.as_mut_ptr().add(at).cast(), ints(pair));
+            for a in 0..4 {
+                let (ci, cj) = (
+                    _mm256_permutevar8x32_ps(pi[a], perm),
+                    _mm256_permutevar8x32_ps(pj[a], perm),
+                );
+                _mm256_storeu_ps(pending.pi[a].as_mut_ptr().add(at), ci);
+                _mm256_storeu_ps(pending.pj[a].as_mut_ptr().add(at), cj);
+            }
+            pending.used = at + touch.count_ones() as usize;
+        }
     }
 }

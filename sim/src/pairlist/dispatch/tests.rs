@@ -57,6 +57,9 @@ fn gathered_lanes_match_the_portable_fill() {
         let (mut wide, mut portable) = (PairLanes::default(), PairLanes::default());
         fill_lanes(&src, &idx, &mut wide);
         fill_lanes_portable(&src, &idx, &mut portable);
+        // The AVX2 fills too on a wider CPU, with and without the positions
+        // (these from the portable fill, as the prefilter leaves them).
+        let avx2: Vec<PairLanes> = eight_lane_fills(&src, &idx, &portable);
         // One pair of materials: the constants come from `uniform`.
         let one = LaneSources {
             uniform: Some([3.0, 2.0, 0.5]),
@@ -91,16 +94,88 @@ fn gathered_lanes_match_the_portable_fill() {
             "round {round} ({})",
             simd_level()
         );
+        for (k, b) in avx2.iter().enumerate() {
+            assert_eq!(bits(b), bits(&portable), "round {round} (avx2 fill {k})");
+        }
     }
+}
+
+/// The AVX2 fills of `idx` (with the positions, then without them on a
+/// copy of `portable`), where the CPU has AVX2; none elsewhere.
+fn eight_lane_fills(
+    src: &LaneSources<'_>,
+    idx: &LaneIndex,
+    portable: &PairLanes,
+) -> Vec<PairLanes> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let mut with = PairLanes::default();
+            let mut without = PairLanes {
+                pi: portable.pi,
+                pj: portable.pj,
+                xi: portable.xi,
+                sign: portable.sign,
+                ..PairLanes::default()
+            };
+            // SAFETY: the CPU reports AVX2.
+            unsafe {
+                gather::gather256(src, idx, &mut with, true);
+                gather::gather256(src, idx, &mut without, false);
+            }
+            return vec![with, without];
+        }
+    }
+    let _ = (src, idx, portable);
+    Vec::new()
+}
+
+/// The prefilters this CPU can run: the dispatched one, and the AVX2 one
+/// by itself where the dispatched one is wider.
+#[allow(clippy::type_complexity)]
+fn prefilters() -> Vec<(
+    &'static str,
+    fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending),
+)> {
+    let mut out: Vec<(
+        &'static str,
+        fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending),
+    )> = Vec::new();
+    if has_wide_prefilter() {
+        out.push((simd_level(), prefilter_block));
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd_level() == "avx512" && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU reports AVX2; the test's blocks keep to the
+            // ranges `prefilter_block` asserts.
+            out.push(("avx2", |src, k, end, springs, commit, pending| unsafe {
+                prefilter::prefilter256(src, k, end, springs, commit, pending)
+            }));
+        }
+    }
+    out
 }
 
 /// The wide prefilter finds exactly the pairs the scalar test finds, in
 /// order, with their positions, and clears exactly the others' springs.
 #[test]
 fn the_wide_prefilter_matches_the_scalar_test() {
-    if !has_wide_prefilter() {
-        return; // nothing wide to compare on this CPU
+    for (level, prefilter) in prefilters() {
+        for period in [None, Some(0.031f32)] {
+            prefilter_matches(level, prefilter, period);
+        }
     }
+}
+
+/// [`the_wide_prefilter_matches_the_scalar_test`] for one build, with a
+/// periodic x axis of length `period` (partners at the minimum image) or none.
+fn prefilter_matches(
+    level: &str,
+    prefilter: fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending),
+    period: Option<f32>,
+) {
+    let period = period.map(|l| ([l, 0.0, 0.0], [1.0 / l, 0.0, 0.0]));
     let n = 200usize;
     let pos: Vec<[f32; 4]> = (0..n)
         .map(|k| {
@@ -128,13 +203,13 @@ fn the_wide_prefilter_matches_the_scalar_test() {
                 partner: &partner,
                 base,
                 k0,
-                period: None,
+                period,
             };
             let [sx, sy, sz] = &mut spring[..] else {
                 unreachable!()
             };
             let mut springs = [&mut sx[..], &mut sy[..], &mut sz[..]];
-            prefilter_block(&listed, k, stop, &mut springs, commit, &mut pending);
+            prefilter(&listed, k, stop, &mut springs, commit, &mut pending);
             for l in 0..pending.used {
                 found.push((
                     pending.i[l],
@@ -151,7 +226,10 @@ fn the_wide_prefilter_matches_the_scalar_test() {
         let mut want = Vec::new();
         for k in k0..pairs {
             let (i, j) = ((owner[k] - base) as usize, (partner[k] - base) as usize);
-            let (pi, pj) = (pos[i], pos[j]);
+            let (pi, mut pj) = (pos[i], pos[j]);
+            if let Some((l, inv)) = period {
+                pj[0] = crate::pairlist::build::image_component(pi[0], pj[0], l[0], inv[0]);
+            }
             let d = [pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]];
             let dist2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
             let rsum = pi[3] + pj[3];
@@ -170,7 +248,12 @@ fn the_wide_prefilter_matches_the_scalar_test() {
             );
         }
         assert!(!want.is_empty() && want.len() < pairs - k0);
-        assert_eq!(found, want);
+        let bits = |v: &[(u32, u32, u32, u32, f32, f32)]| -> Vec<(u32, u32, u32, u32, u32, u32)> {
+            v.iter()
+                .map(|&(i, j, l, k, r, x)| (i, j, l, k, r.to_bits(), x.to_bits()))
+                .collect()
+        };
+        assert_eq!(bits(&found), bits(&want), "{level}, period {period:?}");
     }
 }
 
@@ -311,10 +394,51 @@ fn scalar_verlet(
 /// nothing when one lane goes non-finite or escapes.
 #[test]
 fn wide_update_matches_the_scalar_one() {
-    if !has_wide_update() {
-        eprintln!("no AVX-512F: the wide update is not used on this CPU");
-        return;
+    type Update = fn(
+        &mut [[f32; 4]],
+        &mut [[f32; 4]],
+        &mut [[f32; 4]],
+        &[[f32; 4]],
+        &[[f32; 4]],
+        &[[f32; 3]],
+        &VerletStep,
+    ) -> Option<f32>;
+    let mut builds: Vec<(&str, Update)> = Vec::new();
+    if has_wide_update() {
+        builds.push((simd_level(), verlet16));
     }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd_level() == "avx512" && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU reports AVX2; the test's slices hold sixteen
+            // records (seventeen references), as `verlet16` asserts.
+            builds.push(("avx2", |x, v, w, f, t, r, s| unsafe {
+                update::verlet256(x, v, w, f, t, r, s)
+            }));
+        }
+    }
+    if builds.is_empty() {
+        eprintln!("no AVX2: the wide update is not used on this CPU");
+    }
+    for (level, update) in builds {
+        update_matches(level, update);
+    }
+}
+
+/// [`wide_update_matches_the_scalar_one`] for one build.
+#[allow(clippy::type_complexity)]
+fn update_matches(
+    level: &str,
+    verlet16: fn(
+        &mut [[f32; 4]],
+        &mut [[f32; 4]],
+        &mut [[f32; 4]],
+        &[[f32; 4]],
+        &[[f32; 4]],
+        &[[f32; 3]],
+        &VerletStep,
+    ) -> Option<f32>,
+) {
     let mut seed = 0x1234_5678;
     let step = VerletStep {
         h: 0.5e-3,
@@ -362,16 +486,20 @@ fn wide_update_matches_the_scalar_one() {
         let (x0, v0, w0) = (x.clone(), v.clone(), w.clone());
         let got = verlet16(&mut x, &mut v, &mut w, &f, &t, &x_ref, &step);
         if any_bad {
-            assert_eq!(got, None, "case {case}");
+            assert_eq!(got, None, "{level}, case {case}");
             assert!(x == x0 && v == v0 && w == w0, "stored after a bad lane");
             continue;
         }
         let bits =
             |r: &Vec<[f32; 4]>| -> Vec<u32> { r.iter().flatten().map(|x| x.to_bits()).collect() };
-        assert_eq!(got.map(f32::to_bits), Some(max_d2.to_bits()), "case {case}");
-        assert_eq!(bits(&x), bits(&xs), "positions, case {case}");
-        assert_eq!(bits(&v), bits(&vs), "velocities, case {case}");
-        assert_eq!(bits(&w), bits(&ws), "spins, case {case}");
+        assert_eq!(
+            got.map(f32::to_bits),
+            Some(max_d2.to_bits()),
+            "{level}, case {case}"
+        );
+        assert_eq!(bits(&x), bits(&xs), "{level}, positions, case {case}");
+        assert_eq!(bits(&v), bits(&vs), "{level}, velocities, case {case}");
+        assert_eq!(bits(&w), bits(&ws), "{level}, spins, case {case}");
     }
 }
 
@@ -389,16 +517,30 @@ fn wide_gravity_matches_the_scalar_start() {
     v[5][3] = f32::NAN;
     v[6][3] = f32::INFINITY;
     v[7][3] = 1e-30;
+    let check = |level: &str, force: &[[f32; 4]], torque: &[[f32; 4]]| {
+        for k in 0..LANES {
+            let m = if v[k][3] > 0.0 { 1.0 / v[k][3] } else { 0.0 };
+            let want = [g[0] * m, g[1] * m, g[2] * m, 0.0].map(f32::to_bits);
+            assert_eq!(force[k].map(f32::to_bits), want, "{level}, lane {k}");
+            assert_eq!(torque[k].map(f32::to_bits), [0; 4], "{level}, lane {k}");
+        }
+    };
     let mut force = vec![[7.0; 4]; LANES];
     let mut torque = vec![[7.0; 4]; LANES];
     if !gravity16(&v, &mut force, &mut torque, g) {
-        eprintln!("no AVX-512F: the wide start is not used on this CPU");
+        eprintln!("no AVX2: the wide start is not used on this CPU");
         return;
     }
-    for k in 0..LANES {
-        let m = if v[k][3] > 0.0 { 1.0 / v[k][3] } else { 0.0 };
-        let want = [g[0] * m, g[1] * m, g[2] * m, 0.0].map(f32::to_bits);
-        assert_eq!(force[k].map(f32::to_bits), want, "lane {k}");
-        assert_eq!(torque[k].map(f32::to_bits), [0; 4], "lane {k}");
+    check(simd_level(), &force, &torque);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd_level() == "avx512" {
+            let mut force = vec![[7.0; 4]; LANES];
+            let mut torque = vec![[7.0; 4]; LANES];
+            // SAFETY: AVX-512F implies AVX2 here (`simd_cap`); sixteen
+            // records in each slice.
+            unsafe { update::gravity256(&v, &mut force, &mut torque, g) };
+            check("avx2", &force, &torque);
+        }
     }
 }

@@ -5,7 +5,9 @@ use super::chunks::Chunk;
 use crate::ForceMode;
 use crate::pairlist::build::image_component;
 use crate::pairlist::dispatch;
-use crate::pairlist::lanes::{LANES, LaneIndex, LaneSources, PairLanes, PairResults, Pending};
+use crate::pairlist::lanes::{
+    LANES, LaneIndex, LaneRecords, LaneSources, PairLanes, PairResults, Pending,
+};
 use crate::stages::common::ROLL_NONE;
 use crate::stages::common::V3;
 
@@ -23,9 +25,59 @@ pub(super) fn image(period: Option<([f32; 3], [f32; 3])>, pi: &[f32; 4], pj: [f3
     out
 }
 
+/// Every lane's new spring (the lanes give touching pairs their extended
+/// spring, the others zero), to the first `used` lanes' spring slots: one
+/// copy per axis when those slots are consecutive (lanes from the wide
+/// prefilter, where every listed pair of a run touched), else lane by lane.
+#[inline(always)]
+fn store_springs(
+    spring: &mut [&mut [f32]; 3],
+    local: &[u32; LANES],
+    used: usize,
+    xi: &[[f32; LANES]; 3],
+) {
+    let first = local[0] as usize;
+    if used > 0
+        && local[..used]
+            .windows(2)
+            .all(|w| w[1] == w[0].wrapping_add(1))
+    {
+        for a in 0..3 {
+            spring[a][first..first + used].copy_from_slice(&xi[a][..used]);
+        }
+        return;
+    }
+    for l in 0..used {
+        let k = local[l] as usize;
+        for a in 0..3 {
+            spring[a][k] = xi[a][l];
+        }
+    }
+}
+
+/// `a + b`, element by element.
+#[inline(always)]
+fn add4(a: [f32; 4], b: [f32; 4]) -> [f32; 4] {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]
+}
+
+/// `a - b`, element by element.
+#[inline(always)]
+fn sub4(a: [f32; 4], b: [f32; 4]) -> [f32; 4] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3]]
+}
+
 #[inline(always)]
 pub(super) fn xyz(v: &[f32; 4]) -> V3 {
     [v[0], v[1], v[2]]
+}
+
+/// What a batch's evaluation leaves: the lanes' results, and the same as
+/// records for the scatter.
+#[derive(Default)]
+pub(super) struct BatchOut {
+    lanes: PairResults,
+    rec: LaneRecords,
 }
 
 /// The read-only inputs of the pair kernel.
@@ -65,7 +117,7 @@ impl PairInputs<'_> {
         let k0 = self.row[first] as usize;
         let mut touching = 0;
         let mut batch = PairLanes::default();
-        let mut out = PairResults::default();
+        let mut out = BatchOut::default();
         let mut idx = LaneIndex::default();
         let mut used = 0;
         for i in first - base..end - base {
@@ -125,7 +177,7 @@ impl PairInputs<'_> {
         let (k0, k1) = (self.row[first] as usize, self.row[end] as usize);
         let mut touching = 0;
         let mut batch = PairLanes::default();
-        let mut out = PairResults::default();
+        let mut out = BatchOut::default();
         let mut idx = LaneIndex::default();
         let mut pending = Pending::default();
         let mut k = k0;
@@ -183,7 +235,7 @@ impl PairInputs<'_> {
         batch: &mut PairLanes,
         idx: &LaneIndex,
         used: usize,
-        out: &mut PairResults,
+        out: &mut BatchOut,
         c: &mut Chunk<'_>,
         positions: bool,
     ) -> u32 {
@@ -205,7 +257,7 @@ impl PairInputs<'_> {
         batch: &mut PairLanes,
         idx: &LaneIndex,
         used: usize,
-        out: &mut PairResults,
+        out: &mut BatchOut,
         c: &mut Chunk<'_>,
         positions: bool,
     ) -> u32 {
@@ -241,23 +293,23 @@ impl PairInputs<'_> {
         } else {
             dispatch::fill_lanes_but_positions(&src, idx, batch);
         }
+        let BatchOut { lanes: out, rec } = out;
         dispatch::pair_forces(batch, mode.dt_hist, self.hertz, self.roll, out);
+        dispatch::lane_records(batch, out, rec);
         let roll = ROLL;
         let keep_roll = ROLL && !c.roll[0].is_empty();
+        if mode.commit {
+            store_springs(&mut c.spring, &idx.local, used, &out.xi);
+        }
         let mut touching = 0;
         let mut owner = usize::MAX;
         let (mut fi, mut ti) = ([0.0f32; 4], [0.0f32; 4]);
         for l in 0..used {
             let (i, j, k) = (idx.i[l] as usize, idx.j[l] as usize, idx.local[l] as usize);
             if !out.touching[l] {
-                if mode.commit {
+                if mode.commit && keep_roll {
                     for a in 0..3 {
-                        c.spring[a][k] = out.xi[a][l];
-                    }
-                    if keep_roll {
-                        for a in 0..3 {
-                            c.roll[a][k] = 0.0;
-                        }
+                        c.roll[a][k] = 0.0;
                     }
                 }
                 continue;
@@ -271,17 +323,11 @@ impl PairInputs<'_> {
                 fi = c.force[i];
                 ti = c.torque[i];
             }
-            let (ri, rj) = (batch.pi[3][l], batch.pj[3][l]);
-            for a in 0..3 {
-                fi[a] += out.f[a][l];
-                ti[a] += out.tn[a][l] * ri;
-            }
+            // Whole records (four-wide adds; the fourth elements stay +0).
+            fi = add4(fi, rec.f[l]);
+            ti = add4(ti, rec.ti[l]);
             // The partner's two records read, summed and written whole.
-            let (mut fj, mut tj) = (c.force[j], c.torque[j]);
-            for a in 0..3 {
-                fj[a] -= out.f[a][l];
-                tj[a] += out.tn[a][l] * rj;
-            }
+            let (fj, mut tj) = (sub4(c.force[j], rec.f[l]), add4(c.torque[j], rec.tj[l]));
             if roll {
                 for a in 0..3 {
                     tj[a] += out.m[a][l];
@@ -295,14 +341,9 @@ impl PairInputs<'_> {
                 }
             }
             touching += 1;
-            if mode.commit {
+            if mode.commit && keep_roll {
                 for a in 0..3 {
-                    c.spring[a][k] = out.xi[a][l];
-                }
-                if keep_roll {
-                    for a in 0..3 {
-                        c.roll[a][k] = out.roll[a][l];
-                    }
+                    c.roll[a][k] = out.roll[a][l];
                 }
             }
         }
