@@ -152,82 +152,113 @@ pub fn fill_roll(src: &LaneSources<'_>, idx: &LaneIndex, b: &mut PairLanes) {
     }
 }
 
-/// Touching pairs found by the wide prefilter and not yet evaluated: room
-/// for one batch plus one block of [`LANES`] more, with each pair's indices
-/// ([`LaneIndex`] fields), both particles' positions and radii, and the
-/// pair's stored spring.
+/// Touching pairs found by the wide prefilter and not yet evaluated, in
+/// `front..used`, with each pair's indices ([`LaneIndex`] fields), both
+/// particles' positions and radii, and the pair's stored spring. Batches
+/// are taken from the front and the prefilter appends at `used`; the held
+/// pairs move back to the start only when the room runs out
+/// ([`Pending::make_room`]), once per several batches.
 #[derive(Debug, Clone, Copy)]
 pub struct Pending {
     /// Owner (chunk index).
-    pub i: [u32; 2 * LANES],
+    pub i: [u32; PENDING_LEN],
     /// Partner (chunk index).
-    pub j: [u32; 2 * LANES],
+    pub j: [u32; PENDING_LEN],
     /// Spring index in the slab.
-    pub local: [u32; 2 * LANES],
+    pub local: [u32; PENDING_LEN],
     /// Index in the list.
-    pub pair: [u32; 2 * LANES],
+    pub pair: [u32; PENDING_LEN],
     /// Owner position and radius.
-    pub pi: [[f32; 2 * LANES]; 4],
+    pub pi: [[f32; PENDING_LEN]; 4],
     /// Partner position and radius.
-    pub pj: [[f32; 2 * LANES]; 4],
+    pub pj: [[f32; PENDING_LEN]; 4],
     /// Stored tangential spring, m.
-    pub xi: [[f32; 2 * LANES]; 3],
-    /// Pairs held.
+    pub xi: [[f32; PENDING_LEN]; 3],
+    /// First pair held.
+    pub front: usize,
+    /// End of the pairs held (where the prefilter appends).
     pub used: usize,
 }
+
+/// The lanes [`Pending`] appends into: the prefilter needs
+/// `used + LANES <= PENDING_SPAN`.
+pub const PENDING_SPAN: usize = 8 * LANES;
+
+/// The length of [`Pending`]'s arrays: a batch past the span's end, so a
+/// batch taken from any front in the span stays inside them.
+pub const PENDING_LEN: usize = PENDING_SPAN + LANES;
 
 impl Default for Pending {
     fn default() -> Self {
         Self {
-            i: [0; 2 * LANES],
-            j: [0; 2 * LANES],
-            local: [0; 2 * LANES],
-            pair: [0; 2 * LANES],
-            pi: [[0.0; 2 * LANES]; 4],
-            pj: [[0.0; 2 * LANES]; 4],
-            xi: [[0.0; 2 * LANES]; 3],
+            i: [0; PENDING_LEN],
+            j: [0; PENDING_LEN],
+            local: [0; PENDING_LEN],
+            pair: [0; PENDING_LEN],
+            pi: [[0.0; PENDING_LEN]; 4],
+            pj: [[0.0; PENDING_LEN]; 4],
+            xi: [[0.0; PENDING_LEN]; 3],
+            front: 0,
             used: 0,
         }
     }
 }
 
 impl Pending {
-    /// Moves the first [`LANES`] pairs (or all, if fewer) into `idx` and
-    /// the positions and springs of `b`, and the rest to the front; returns how many
-    /// moved. Every copy is a whole [`LANES`] elements (a few vector moves,
-    /// no call): the lanes past the moved pairs carry earlier pending
-    /// entries, valid indices of the same chunk, and are ignored.
+    /// Pairs held.
+    #[inline(always)]
+    pub fn held(&self) -> usize {
+        self.used - self.front
+    }
+
+    /// Copies the first [`LANES`] held pairs (or all, if fewer) into `idx`
+    /// and the positions and springs of `b`, and drops them; returns how
+    /// many. Every copy is a whole [`LANES`] elements (a few vector moves,
+    /// no call): the lanes past the taken pairs carry other entries, valid
+    /// indices of the same chunk (or the arrays' zeros), and are ignored.
     #[inline(always)]
     pub fn take(&mut self, idx: &mut LaneIndex, b: &mut PairLanes) -> usize {
-        let n = self.used.min(LANES);
-        fn head<T: Copy>(v: &[T; 2 * LANES]) -> [T; LANES] {
-            std::array::from_fn(|l| v[l])
-        }
+        let n = self.held().min(LANES);
+        let at = self.front;
+        // `front <= used <= PENDING_SPAN`, so a batch from `front` lies inside.
+        let head = |v: &[u32; PENDING_LEN]| -> [u32; LANES] { std::array::from_fn(|l| v[at + l]) };
+        let headf = |v: &[f32; PENDING_LEN]| -> [f32; LANES] { std::array::from_fn(|l| v[at + l]) };
         idx.i = head(&self.i);
         idx.j = head(&self.j);
         idx.local = head(&self.local);
         idx.pair = head(&self.pair);
         for a in 0..4 {
-            b.pi[a] = head(&self.pi[a]);
-            b.pj[a] = head(&self.pj[a]);
+            b.pi[a] = headf(&self.pi[a]);
+            b.pj[a] = headf(&self.pj[a]);
         }
         for a in 0..3 {
-            b.xi[a] = head(&self.xi[a]);
+            b.xi[a] = headf(&self.xi[a]);
         }
-        // n <= LANES, so n..n + LANES lies inside the 2 * LANES arrays.
-        self.i.copy_within(n..n + LANES, 0);
-        self.j.copy_within(n..n + LANES, 0);
-        self.local.copy_within(n..n + LANES, 0);
-        self.pair.copy_within(n..n + LANES, 0);
-        for a in 0..4 {
-            self.pi[a].copy_within(n..n + LANES, 0);
-            self.pj[a].copy_within(n..n + LANES, 0);
-        }
-        for a in 0..3 {
-            self.xi[a].copy_within(n..n + LANES, 0);
-        }
-        self.used -= n;
+        self.front += n;
         n
+    }
+
+    /// Moves the held pairs to the start of the arrays when fewer than
+    /// [`LANES`] lanes of room are left, so the prefilter may append again.
+    #[inline(always)]
+    pub fn make_room(&mut self) {
+        if self.used + LANES <= PENDING_SPAN {
+            return;
+        }
+        let held = self.front..self.used;
+        self.i.copy_within(held.clone(), 0);
+        self.j.copy_within(held.clone(), 0);
+        self.local.copy_within(held.clone(), 0);
+        self.pair.copy_within(held.clone(), 0);
+        for a in 0..4 {
+            self.pi[a].copy_within(held.clone(), 0);
+            self.pj[a].copy_within(held.clone(), 0);
+        }
+        for a in 0..3 {
+            self.xi[a].copy_within(held.clone(), 0);
+        }
+        self.used -= self.front;
+        self.front = 0;
     }
 }
 

@@ -11,7 +11,7 @@
 use super::records::{HALF, compress_perm256, dist2_256, dist2_512, records256, records512};
 #[cfg(target_arch = "x86_64")]
 use super::{has_avx2, has_avx512};
-use crate::pairlist::lanes::{LANES, Pending};
+use crate::pairlist::lanes::{LANES, PENDING_SPAN, Pending};
 
 /// Whether the wide prefilter ([`prefilter_block`]) runs on this CPU
 /// (AVX-512F or AVX2).
@@ -55,6 +55,7 @@ pub struct ListedBlock<'a> {
 /// # Panics
 /// Without AVX2 ([`has_wide_prefilter`]), when `pending` has no room,
 /// or when an index is out of range (never, for the list's indices).
+#[inline]
 pub fn prefilter_block(
     src: &ListedBlock<'_>,
     k: usize,
@@ -63,7 +64,7 @@ pub fn prefilter_block(
     commit: bool,
     pending: &mut Pending,
 ) {
-    assert!(end > k && end - k <= LANES && pending.used <= LANES);
+    assert!(end > k && end - k <= LANES && pending.used + LANES <= PENDING_SPAN);
     assert!(end <= src.owner.len() && end <= src.partner.len());
     assert!(end - src.k0 <= springs.iter().map(|s| s.len()).min().unwrap_or(0));
     assert!(k >= src.k0 && src.pos.len() < (i32::MAX as usize - 3) / 4);
@@ -104,8 +105,8 @@ unsafe fn prefilter512(
     // SAFETY: loads and stores are masked to the block's `end - k` lanes,
     // which lie inside the list and spring slices (caller's contract); the
     // gathers read records of particles checked below to be in the chunk;
-    // the stores write 16 elements from `used` (at most 16), inside the
-    // 32-element pending arrays.
+    // the stores write 16 elements from `used` (at most `PENDING_SPAN - 16`),
+    // inside the pending arrays.
     unsafe {
         let valid: __mmask16 = ((1u32 << (end - k)) - 1) as __mmask16;
         let base = _mm512_set1_epi32(src.base as i32);
@@ -215,8 +216,8 @@ pub(super) unsafe fn prefilter256(
     // SAFETY: loads and stores are masked to the block's lanes, which lie
     // inside the list and spring slices (caller's contract); the record
     // loads read particles checked below to be in the chunk; each half
-    // stores eight elements from `used` (at most 16, then at most 24),
-    // inside the 32-element pending arrays.
+    // stores eight elements from `used` (at most `PENDING_SPAN - 16`, then
+    // 8 more), inside the pending arrays.
     unsafe {
         for h in (k..end).step_by(HALF) {
             let count = (end - h).min(HALF) as i32;

@@ -209,13 +209,14 @@ impl PairInputs<'_> {
                     &mut pending,
                 );
             }
-            while pending.used >= LANES {
+            while pending.held() >= LANES {
                 let used = pending.take(&mut idx, &mut batch);
                 touching += self.flush(&mut batch, &idx, used, &mut out, c, false);
             }
+            pending.make_room();
             k = stop;
         }
-        while pending.used > 0 {
+        while pending.held() > 0 {
             let used = pending.take(&mut idx, &mut batch);
             touching += self.flush(&mut batch, &idx, used, &mut out, c, false);
         }
