@@ -43,6 +43,11 @@ pub struct ListedBlock<'a> {
     /// The period along each axis (0: not periodic) and its inverse: the
     /// partners' positions move to the minimum image.
     pub period: Option<([f32; 3], [f32; 3])>,
+    /// The particle arrays the kernel reads next for each touching pair's
+    /// partner (velocities, spins, forces, torques): the AVX2 prefilter asks
+    /// the caches for the partners' records while the pairs wait in
+    /// `pending` (a hint; arrays shorter than `pos` are left alone).
+    pub ahead: [&'a [[f32; 4]]; 4],
 }
 
 /// The wide prefilter for the listed pairs `k..end` (at most [`LANES`]):
@@ -251,7 +256,19 @@ pub(super) unsafe fn prefilter256(
                 out
             };
             let [ix, iy, iz, iw] = records256(src.pos.as_ptr(), &lanes(vo));
-            let [jx, jy, jz, jw] = records256(src.pos.as_ptr(), &lanes(vp));
+            let partners = lanes(vp);
+            let [jx, jy, jz, jw] = records256(src.pos.as_ptr(), &partners);
+            // The partners lie up to a cell layer ahead of their owners, past
+            // the L2 cache: the kernel's loads and the scatter stalled on
+            // them. (Indices checked above: inside `pos`, and so inside every
+            // array of `ahead` as long.)
+            for a in src.ahead {
+                if a.len() >= src.pos.len() {
+                    for &j in &partners {
+                        _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(j as usize).cast());
+                    }
+                }
+            }
             let (jx, jy, jz) = match src.period {
                 // Minimum image: pj + L round((pi - pj) / L), as `image_of`.
                 Some((period, inv)) => {

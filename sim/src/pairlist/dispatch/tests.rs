@@ -204,6 +204,7 @@ fn prefilter_matches(
                 base,
                 k0,
                 period,
+                ahead: [&pos, &[], &pos, &[]],
             };
             let [sx, sy, sz] = &mut spring[..] else {
                 unreachable!()

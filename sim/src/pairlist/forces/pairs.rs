@@ -191,6 +191,7 @@ impl PairInputs<'_> {
                     base: base as u32,
                     k0,
                     period: self.period,
+                    ahead: [c.vel, c.angvel, c.force, c.torque],
                 };
                 let [sx, sy, sz] = &mut c.spring;
                 let [rx, ry, rz] = &mut c.roll;
