@@ -13,11 +13,12 @@
 //! x86-64, the portable build of the same function runs. Every build gives
 //! bit-identical results (see [`lanes`]).
 //!
-//! The files: the AVX-512 record loads, transposes and stores
-//! (`records.rs`); the fills of a batch's lanes (`gather.rs`, AVX-512
-//! loads, AVX2 gathers); the wide prefilter of the listed pairs
-//! (`prefilter.rs`); the sixteen-particle Verlet update and gravity start
-//! (`update.rs`). This file: the feature detection and the pair kernels.
+//! The files: the record loads, transposes and stores (AVX-512 sixteen
+//! records at a time, AVX2 eight; `records.rs`); the fills of a batch's
+//! lanes and the lanes' results as records for the scatter (`gather.rs`);
+//! the wide prefilter of the listed pairs (`prefilter.rs`); the
+//! sixteen-particle Verlet update and gravity start (`update.rs`). This
+//! file: the feature detection and the pair kernels.
 #![allow(unsafe_code)]
 
 mod gather;

@@ -1,6 +1,7 @@
-//! AVX-512 loads and stores of sixteen `[f32; 4]` records as four vectors
-//! of components (plain 16-byte loads and in-register transposes), and the
-//! sixteen-lane squared distance (x86-64 only).
+//! Loads and stores of `[f32; 4]` records as four vectors of components
+//! (plain 16-byte loads and in-register transposes: sixteen records with
+//! AVX-512, eight with AVX2), the squared distance over the lanes, and
+//! AVX2's in-register compress (x86-64 only).
 //!
 //! Part of the one module that allows `unsafe` ([`super`]): its audit
 //! covers every `unsafe` block here.
