@@ -6,6 +6,20 @@ use crate::pairlist::lanes::{LANES, LaneIndex, LaneSources, Pending};
 
 type Records = Vec<[f32; 4]>;
 
+/// A build of [`prefilter_block`] (the dispatched one, or one width by itself).
+type Prefilter = fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending);
+
+/// A build of [`verlet16`].
+type Update = fn(
+    &mut [[f32; 4]],
+    &mut [[f32; 4]],
+    &mut [[f32; 4]],
+    &[[f32; 4]],
+    &[[f32; 4]],
+    &[[f32; 3]],
+    &VerletStep,
+) -> Option<f32>;
+
 /// Particle records (positions, velocities, angular velocities) and a per-pair array.
 fn sources(n: usize, pairs: usize) -> (Records, Records, Records, Vec<f32>) {
     let f = |k: usize, a: usize| (k * 7 + a) as f32 * 0.25 - 3.0;
@@ -132,15 +146,8 @@ fn eight_lane_fills(
 
 /// The prefilters this CPU can run: the dispatched one, and the AVX2 one
 /// by itself where the dispatched one is wider.
-#[allow(clippy::type_complexity)]
-fn prefilters() -> Vec<(
-    &'static str,
-    fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending),
-)> {
-    let mut out: Vec<(
-        &'static str,
-        fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending),
-    )> = Vec::new();
+fn prefilters() -> Vec<(&'static str, Prefilter)> {
+    let mut out: Vec<(&'static str, Prefilter)> = Vec::new();
     if has_wide_prefilter() {
         out.push((simd_level(), prefilter_block));
     }
@@ -170,11 +177,7 @@ fn the_wide_prefilter_matches_the_scalar_test() {
 
 /// [`the_wide_prefilter_matches_the_scalar_test`] for one build, with a
 /// periodic x axis of length `period` (partners at the minimum image) or none.
-fn prefilter_matches(
-    level: &str,
-    prefilter: fn(&ListedBlock<'_>, usize, usize, &mut [&mut [f32]], bool, &mut Pending),
-    period: Option<f32>,
-) {
+fn prefilter_matches(level: &str, prefilter: Prefilter, period: Option<f32>) {
     let period = period.map(|l| ([l, 0.0, 0.0], [1.0 / l, 0.0, 0.0]));
     let n = 200usize;
     let pos: Vec<[f32; 4]> = (0..n)
@@ -395,15 +398,6 @@ fn scalar_verlet(
 /// nothing when one lane goes non-finite or escapes.
 #[test]
 fn wide_update_matches_the_scalar_one() {
-    type Update = fn(
-        &mut [[f32; 4]],
-        &mut [[f32; 4]],
-        &mut [[f32; 4]],
-        &[[f32; 4]],
-        &[[f32; 4]],
-        &[[f32; 3]],
-        &VerletStep,
-    ) -> Option<f32>;
     let mut builds: Vec<(&str, Update)> = Vec::new();
     if has_wide_update() {
         builds.push((simd_level(), verlet16));
@@ -427,19 +421,7 @@ fn wide_update_matches_the_scalar_one() {
 }
 
 /// [`wide_update_matches_the_scalar_one`] for one build.
-#[allow(clippy::type_complexity)]
-fn update_matches(
-    level: &str,
-    verlet16: fn(
-        &mut [[f32; 4]],
-        &mut [[f32; 4]],
-        &mut [[f32; 4]],
-        &[[f32; 4]],
-        &[[f32; 4]],
-        &[[f32; 3]],
-        &VerletStep,
-    ) -> Option<f32>,
-) {
+fn update_matches(level: &str, verlet16: Update) {
     let mut seed = 0x1234_5678;
     let step = VerletStep {
         h: 0.5e-3,

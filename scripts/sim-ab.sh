@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A/B of CPU-engine builds on the bench's touching pack: the binaries run in
+# turn, round after round, and each prints the fastest and the median ms per
+# step of its --stats windows (this shared machine's speed drifts from minute
+# to minute, so the builds alternate rather than run one after the other).
+#
+#   bash scripts/sim-ab.sh [--side N] [--steps S] [--rounds R] [--threads T] PLAYER...
+#
+# N: spheres per side (40 = 64 k, 100 = 1 M; default 40); S: steps per run,
+# in three --stats windows (default 300); R: rounds (default 5); T:
+# RAYON_NUM_THREADS (default 1). Example, before and after a change:
+#   cp target/release/player /tmp/player-old   # (built from the old commit)
+#   cargo build --release -p pellet-player
+#   bash scripts/sim-ab.sh --side 100 --steps 60 /tmp/player-old target/release/player
+set -euo pipefail
+side=40 steps=300 rounds=5 threads=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --side) side=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    *) break ;;
+  esac
+done
+[[ $# -ge 1 ]] || { echo "sim-ab: name at least one player binary (--help)" >&2; exit 2; }
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+l=$(awk "BEGIN{print $side * 0.02}")
+# The pack of bench/src/cases/sim.rs (`scene_toml`).
+cat > "$dir/pack.toml" <<TOML
+name = "pack$side"
+[simulation]
+particle_radius = 0.01
+gravity = [0, -9.81, 0]
+time_step = 1e-5
+[domain]
+min = [0, 0, 0]
+max = [$l, $l, $l]
+[materials.default]
+density = 2500
+stiffness = 10000
+restitution = 0.5
+friction = 0.5
+[[particles]]
+region = { min = [0, 0, 0], max = [$l, $l, $l] }
+spacing = 0.02
+TOML
+every=$(( steps / 3 > 0 ? steps / 3 : 1 ))
+for r in $(seq "$rounds"); do
+  k=0
+  for p in "$@"; do
+    RAYON_NUM_THREADS=$threads "$p" run "$dir/pack.toml" --headless --backend cpu \
+      --steps "$steps" --stats-every "$every" --stats "$dir/s.jsonl" >/dev/null
+    # The first window holds the run's first (unfused) Verlet pass: left out.
+    grep -o '"ms_per_step":[0-9.]*' "$dir/s.jsonl" | tail -n +2 | cut -d: -f2 >> "$dir/t$k"
+    k=$((k + 1))
+  done
+  echo "sim-ab: round $r of $rounds done" >&2
+done
+k=0
+for p in "$@"; do
+  sort -n "$dir/t$k" | awk -v p="$p" '{a[NR]=$1} END{printf "%-40s fastest %.3f ms/step, median %.3f (%d windows)\n", p, a[1], a[int((NR+1)/2)], NR}'
+  k=$((k + 1))
+done
