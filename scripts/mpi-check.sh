@@ -2,7 +2,7 @@
 # The ranked engine under real MPI: installs Open MPI and libclang when
 # missing (scripts/mpi-setup.sh), builds the player with `--features mpi`,
 # then checks that ballpit (4096 free beads) and pile (256 rigid bodies),
-# saved after the same steps on 2 and 3 ranks, are byte for byte the
+# saved after the same steps on 2, 3 and 4 ranks, are byte for byte the
 # one-rank state, and that a rank killed midway ends the job with a message
 # naming it, not a hang (the in-process ranks' twin of that check is in
 # player/tests/sim_ranks.rs).
@@ -20,7 +20,7 @@ fail=0
 for scene in ballpit pile; do
   s=assets/scenes/$scene.toml
   "$player" run "$s" --headless --backend cpu --steps "$steps" --save "$out/$scene-1.pellet" >/dev/null
-  for n in 2 3; do
+  for n in 2 3 4; do
     timeout 600 mpirun --oversubscribe -np $n "$player" run "$s" --headless --steps "$steps" \
       --save "$out/$scene-$n.pellet" --stats "$out/$scene-$n.jsonl" >/dev/null
     if cmp -s "$out/$scene-1.pellet" "$out/$scene-$n.pellet"; then
@@ -60,4 +60,4 @@ else
   echo "FAILED: rank 1 killed midway: exit $rc after $ms ms, left running: ${left:-none}"; fail=1
   kill -9 $left 2>/dev/null || true
 fi
-[ $fail = 0 ] && echo "mpi check: 5 passed, 0 failed" || { echo "mpi check failed"; exit 1; }
+[ $fail = 0 ] && echo "mpi check: 7 passed, 0 failed" || { echo "mpi check failed"; exit 1; }

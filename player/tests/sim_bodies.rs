@@ -446,7 +446,7 @@ fn mixed_scene_block_by_block_tracks_in_core() {
     assert!(bb[0].velocity[1] < -0.5 * free_fall, "{:?}", bb[0].velocity);
 }
 
-/// Dynamic, static and kinematic bodies spread over the slabs of 2 and 3
+/// Dynamic, static and kinematic bodies spread over the slabs of 2, 3 and 4
 /// ranks (threads standing in for MPI processes): the particles and the
 /// bodies are bit-identical to one rank's.
 #[test]
@@ -468,7 +468,7 @@ fn bodies_across_rank_cuts_are_bit_identical_to_one_rank() {
     let mut one = Simulation::cpu(&s);
     one.advance(200).unwrap();
     let want = bits(&one.host_state().unwrap(), &one.bodies().unwrap());
-    for ranks in [2, 3] {
+    for ranks in [2, 3, 4] {
         let comms = ThreadComm::group(ranks);
         let got: Vec<Vec<u32>> = std::thread::scope(|scope| {
             let handles: Vec<_> = comms

@@ -68,7 +68,7 @@ fn check(s: &SimSetup, steps: u32, what: &str) {
         one.1,
         one.2
     );
-    for ranks in [1, 2, 3] {
+    for ranks in [1, 2, 3, 4] {
         let got = ranked(s, steps, ranks);
         assert_eq!(got.1, one.1, "{what}: contacts on {ranks} ranks");
         assert_eq!(got.2, one.2, "{what}: rebuilds on {ranks} ranks");
@@ -77,7 +77,7 @@ fn check(s: &SimSetup, steps: u32, what: &str) {
 }
 
 #[test]
-fn a_dense_pack_is_bit_identical_on_one_two_and_three_ranks() {
+fn a_dense_pack_is_bit_identical_on_one_to_four_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let s = setup(
         dir.path(),
