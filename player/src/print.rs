@@ -99,15 +99,22 @@ pub fn run_summary(out: &mut impl Write, summary: &RunSummary) -> io::Result<()>
     )?;
     if let Some(r) = &l.ranks {
         let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
+        let shares = r
+            .comm_share
+            .iter()
+            .map(|s| format!("{:.0} %", s * 100.0))
+            .collect::<Vec<_>>()
+            .join(" / ");
         writeln!(
             out,
-            "ranks        {} (MPI): {} particles owned, {} in halos; imbalance {:.3}; {:.1} MB sent in all, {:.1} kB per step",
+            "ranks        {} (MPI): {} particles owned, {} in halos; imbalance {:.3}; {:.1} MB sent in all, {:.1} kB per step; time in collectives {} (last stats window)",
             r.ranks,
             list(&r.owned),
             list(&r.halo),
             r.imbalance,
             r.bytes_sent as f64 / 1e6,
-            r.bytes_sent as f64 / 1e3 / summary.steps.max(1) as f64
+            r.bytes_sent as f64 / 1e3 / summary.steps.max(1) as f64,
+            shares
         )?;
     }
     if let Some(b) = &summary.blocks {

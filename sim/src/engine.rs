@@ -82,6 +82,10 @@ pub struct RanksLine {
     pub bytes_sent: u64,
     /// Bytes all ranks sent each other per step since the last stats line.
     pub bytes_per_step: f64,
+    /// The share of the wall time since the last stats line each rank spent
+    /// in collectives (sending, receiving and waiting for the slowest rank),
+    /// by rank, 0-1: a rank well above the others computes less than they do.
+    pub comm_share: Vec<f64>,
 }
 
 /// A running simulation.
@@ -94,6 +98,8 @@ pub struct Simulation {
     last_stats_at: Instant,
     /// Bytes the ranks had sent at the last stats line.
     last_stats_bytes: u64,
+    /// Seconds each rank had spent in collectives at the last stats line.
+    last_stats_comm: Vec<f64>,
     particles: usize,
     /// Domain lower and upper corner and closed faces, for escape messages.
     domain: ([f32; 3], [f32; 3], u32),
@@ -165,6 +171,7 @@ impl Simulation {
             last_stats_step: 0,
             last_stats_at: Instant::now(),
             last_stats_bytes: 0,
+            last_stats_comm: Vec::new(),
             particles: setup.particles.len(),
             domain: (setup.domain_min, setup.domain_max, setup.closed_faces),
         }
@@ -298,6 +305,21 @@ impl Simulation {
                 let global = r.global_stats()?;
                 let rs = r.stats();
                 let steps = self.steps - self.last_stats_step;
+                let wall = self.last_stats_at.elapsed().as_secs_f64();
+                let comm_share = global
+                    .comm_seconds
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &c)| {
+                        let before = self.last_stats_comm.get(k).copied().unwrap_or(0.0);
+                        if wall > 0.0 {
+                            ((c - before) / wall).clamp(0.0, 1.0)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                self.last_stats_comm = global.comm_seconds.clone();
                 ranks = Some(RanksLine {
                     ranks: rs.ranks,
                     owned: rs.owned.clone(),
@@ -309,6 +331,7 @@ impl Simulation {
                     } else {
                         0.0
                     },
+                    comm_share,
                 });
                 self.last_stats_bytes = global.bytes_sent;
                 (global.kinetic_energy, global.max_speed)

@@ -7,6 +7,10 @@ use mpi::traits::*;
 
 use pellet_sim::ranks::{Comm, CommError};
 
+/// The tag of the halo exchange's point-to-point messages (collectives
+/// travel apart from them, on the communicator's own context).
+const HALO_TAG: i32 = 17;
+
 /// MPI's world communicator as a [`Comm`].
 pub struct MpiComm {
     world: SimpleCommunicator,
@@ -82,6 +86,48 @@ impl Comm for MpiComm {
         Ok((0..size)
             .map(|r| recv[rd[r] as usize..(rd[r] + rc[r]) as usize].to_vec())
             .collect())
+    }
+
+    fn neighbour_exchange(
+        &self,
+        send: &[(usize, &[u8])],
+        recv: &mut [(usize, Vec<u8>)],
+        _during: &'static str,
+    ) -> Result<(), CommError> {
+        let size = self.size();
+        let mut ranks = send
+            .iter()
+            .map(|&(r, _)| r)
+            .chain(recv.iter().map(|&(r, _)| r));
+        if let Some(r) = ranks.find(|&r| r >= size) {
+            return Err(CommError::Transport(format!("no rank {r} of {size}")));
+        }
+        mpi::request::scope(|scope| {
+            // Every send posted first, then each message probed (its size
+            // checked by the caller) and received into its buffer.
+            let sends: Vec<_> = send
+                .iter()
+                .map(|&(r, bytes)| {
+                    self.world
+                        .process_at_rank(r as i32)
+                        .immediate_send_with_tag(scope, bytes, HALO_TAG)
+                })
+                .collect();
+            for (r, buffer) in recv.iter_mut() {
+                let (message, status) = self
+                    .world
+                    .process_at_rank(*r as i32)
+                    .matched_probe_with_tag(HALO_TAG);
+                let count = status.count(u8::equivalent_datatype()).max(0) as usize;
+                buffer.clear();
+                buffer.resize(count, 0);
+                message.matched_receive_into(&mut buffer[..]);
+            }
+            for request in sends {
+                request.wait();
+            }
+        });
+        Ok(())
     }
 
     fn all_gather(&self, send: Vec<u8>, _during: &'static str) -> Result<Vec<Vec<u8>>, CommError> {

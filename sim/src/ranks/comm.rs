@@ -53,6 +53,30 @@ pub trait Comm: std::fmt::Debug {
     ) -> Result<Vec<Vec<u8>>, CommError>;
     /// Every rank's `send`, by rank.
     fn all_gather(&self, send: Vec<u8>, during: &'static str) -> Result<Vec<Vec<u8>>, CommError>;
+
+    /// Sends each `(rank, bytes)` of `send` to its rank and fills each
+    /// `(rank, buffer)` of `recv` with what that rank sends this one here
+    /// (the buffer resized to fit): the halo exchange between neighbours.
+    /// Every rank calls it at the same point of the step, and each rank
+    /// named in `recv` names this rank in its `send`. The default goes
+    /// through [`Comm::all_to_all`]; MPI sends point to point, without
+    /// a collective.
+    fn neighbour_exchange(
+        &self,
+        send: &[(usize, &[u8])],
+        recv: &mut [(usize, Vec<u8>)],
+        during: &'static str,
+    ) -> Result<(), CommError> {
+        let mut out = vec![Vec::new(); self.size()];
+        for &(r, bytes) in send {
+            out[r] = bytes.to_vec();
+        }
+        let mut got = self.all_to_all(out, during)?;
+        for (r, buffer) in recv.iter_mut() {
+            *buffer = std::mem::take(&mut got[*r]);
+        }
+        Ok(())
+    }
 }
 
 /// Every rank's `value`, by rank.
@@ -160,5 +184,69 @@ impl<'a> Reader<'a> {
         } else {
             Err(self.malformed(format!("{} bytes after the last section", self.rest.len())))
         }
+    }
+}
+
+/// A [`Comm`] that adds up the wall time its collectives take on this rank
+/// (sending, receiving and waiting for the slowest rank): the share of a
+/// step a rank spends talking rather than computing, as LIGGGHTS' "Comm"
+/// line.
+#[derive(Debug)]
+pub struct TimedComm {
+    inner: Box<dyn Comm>,
+    seconds: std::cell::Cell<f64>,
+}
+
+impl TimedComm {
+    /// `inner`, timed from zero.
+    pub fn new(inner: Box<dyn Comm>) -> Self {
+        Self {
+            inner,
+            seconds: std::cell::Cell::new(0.0),
+        }
+    }
+
+    /// Seconds spent in collectives since the start.
+    pub fn seconds(&self) -> f64 {
+        self.seconds.get()
+    }
+
+    fn timed<T>(&self, f: impl FnOnce(&dyn Comm) -> T) -> T {
+        let start = std::time::Instant::now();
+        let out = f(&*self.inner);
+        self.seconds
+            .set(self.seconds.get() + start.elapsed().as_secs_f64());
+        out
+    }
+}
+
+impl Comm for TimedComm {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    fn all_to_all(
+        &self,
+        send: Vec<Vec<u8>>,
+        during: &'static str,
+    ) -> Result<Vec<Vec<u8>>, CommError> {
+        self.timed(|c| c.all_to_all(send, during))
+    }
+
+    fn all_gather(&self, send: Vec<u8>, during: &'static str) -> Result<Vec<Vec<u8>>, CommError> {
+        self.timed(|c| c.all_gather(send, during))
+    }
+
+    fn neighbour_exchange(
+        &self,
+        send: &[(usize, &[u8])],
+        recv: &mut [(usize, Vec<u8>)],
+        during: &'static str,
+    ) -> Result<(), CommError> {
+        self.timed(|c| c.neighbour_exchange(send, recv, during))
     }
 }

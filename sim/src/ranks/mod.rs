@@ -37,7 +37,7 @@ pub mod plan;
 pub mod records;
 pub mod threads;
 
-pub use comm::{Comm, CommError};
+pub use comm::{Comm, CommError, TimedComm};
 pub use plan::Plan;
 pub use threads::ThreadComm;
 
@@ -65,7 +65,7 @@ pub struct RankStats {
 }
 
 /// Figures summed or reduced over every rank.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GlobalStats {
     /// Translational + rotational kinetic energy, joules.
     pub kinetic_energy: f64,
@@ -73,6 +73,9 @@ pub struct GlobalStats {
     pub max_speed: f64,
     /// Bytes all ranks sent each other since the start.
     pub bytes_sent: u64,
+    /// Seconds each rank spent in collectives since the start (sending,
+    /// receiving, and waiting for the slowest rank), by rank.
+    pub comm_seconds: Vec<f64>,
 }
 
 /// One rank's part of a ranked run.
@@ -80,7 +83,7 @@ pub struct GlobalStats {
 pub struct RankedSim {
     /// The engine over this rank's particles and halos.
     pub sim: PairListSim,
-    comm: Box<dyn Comm>,
+    comm: TimedComm,
     plan: Plan,
     /// Neighbour ranks that own the halos (and read this rank's edges).
     previous: Option<usize>,
@@ -89,6 +92,10 @@ pub struct RankedSim {
     send_previous: Range<usize>,
     send_next: Range<usize>,
     stats: RankStats,
+    /// The halo exchange's buffers, kept from step to step: what this rank
+    /// sends its previous and next rank, and what it gets from them.
+    halo_send: [Vec<MotionRecord>; 2],
+    halo_recv: Vec<(usize, Vec<u8>)>,
 }
 
 impl RankedSim {
@@ -122,7 +129,7 @@ impl RankedSim {
         sim.span = Some(RankSpan { own, first_slab: 0 });
         let mut out = Self {
             sim,
-            comm,
+            comm: TimedComm::new(comm),
             plan: Plan::default(),
             previous: None,
             next: None,
@@ -132,6 +139,8 @@ impl RankedSim {
                 ranks: size,
                 ..RankStats::default()
             },
+            halo_send: [Vec::new(), Vec::new()],
+            halo_recv: Vec::new(),
         };
         out.rebuild()?;
         out.sim.compute_forces(ForceKind::Prime);
@@ -147,7 +156,7 @@ impl RankedSim {
 
     /// The communicator.
     pub fn comm(&self) -> &dyn Comm {
-        &*self.comm
+        &self.comm
     }
 
     /// What the ranks did.
@@ -194,7 +203,7 @@ impl RankedSim {
             }
             // Every rank rebuilds at the same step: the global largest
             // displacement (a NaN anywhere rebuilds everywhere, as on one rank).
-            let d = gather_values(&*self.comm, self.sim.max_disp2, "the rebuild check")?;
+            let d = gather_values(&self.comm, self.sim.max_disp2, "the rebuild check")?;
             self.stats.bytes_sent += 4 * (self.stats.ranks as u64).saturating_sub(1);
             self.sim.max_disp2 = d.into_iter().fold(0.0f32, |a, b| {
                 if a.is_nan() || b.is_nan() {
@@ -222,54 +231,89 @@ impl RankedSim {
         Ok(())
     }
 
-    /// The halos' positions and velocities from the ranks that own them.
+    /// The halos' positions and velocities from the ranks that own them,
+    /// point to point (both sides know the sizes from the last build).
     fn exchange_halos(&mut self) -> Result<(), SimError> {
-        let size = self.comm.size();
         let s = &self.sim.state;
-        let motion = |r: &Range<usize>| -> Vec<u8> {
-            let m: Vec<MotionRecord> = r
-                .clone()
-                .map(|i| MotionRecord {
+        let neighbours = [
+            (self.previous, self.send_previous.clone()),
+            (self.next, self.send_next.clone()),
+        ];
+        for ((to, range), out) in neighbours.iter().zip(&mut self.halo_send) {
+            out.clear();
+            if to.is_some() {
+                out.extend(range.clone().map(|i| MotionRecord {
                     pos: s.pos[i],
                     vel: s.vel[i],
                     angvel: s.angvel[i],
-                })
-                .collect();
-            bytemuck::cast_slice(&m).to_vec()
-        };
-        let mut send = vec![Vec::new(); size];
-        if let Some(p) = self.previous {
-            send[p] = motion(&self.send_previous);
+                }));
+            }
         }
-        if let Some(q) = self.next {
-            send[q] = motion(&self.send_next);
-        }
-        let got = self.all_to_all(send, "the halo exchange")?;
+        let send: Vec<(usize, &[u8])> = neighbours
+            .iter()
+            .zip(&self.halo_send)
+            .filter_map(|((to, _), out)| Some((((*to)?), bytemuck::cast_slice(out))))
+            .collect();
         let own = self.own();
         let n = self.sim.state.len();
-        for (from, range) in [(self.previous, 0..own.start), (self.next, own.end..n)] {
-            let Some(r) = from else { continue };
-            let bytes = &got[r];
-            if bytes.len() != range.len() * size_of::<MotionRecord>() {
-                return Err(CommError::Malformed {
-                    rank: r,
-                    problem: format!(
-                        "{} bytes of halo where {} particles were expected",
-                        bytes.len(),
-                        range.len()
-                    ),
-                }
-                .into());
-            }
-            let m: Vec<MotionRecord> = bytemuck::pod_collect_to_vec(bytes);
-            let s = &mut self.sim.state;
-            for (k, rec) in range.zip(m) {
-                s.pos[k] = rec.pos;
-                s.vel[k] = rec.vel;
-                s.angvel[k] = rec.angvel;
-            }
+        let halos = [(self.previous, 0..own.start), (self.next, own.end..n)];
+        let mut recv = std::mem::take(&mut self.halo_recv);
+        recv.resize_with(
+            halos.iter().filter(|(r, _)| r.is_some()).count(),
+            Default::default,
+        );
+        for ((r, _), slot) in halos
+            .iter()
+            .filter_map(|(r, x)| Some(((*r)?, x)))
+            .zip(&mut recv)
+        {
+            slot.0 = r;
         }
-        Ok(())
+        let me = self.comm.rank();
+        self.stats.bytes_sent += send
+            .iter()
+            .filter(|&&(r, _)| r != me)
+            .map(|(_, b)| b.len() as u64)
+            .sum::<u64>();
+        let done = self
+            .comm
+            .neighbour_exchange(&send, &mut recv, "the halo exchange");
+        drop(send);
+        let result = done.map_err(SimError::from).and_then(|()| {
+            let mut got = recv.iter();
+            for (from, range) in halos {
+                let Some(r) = from else { continue };
+                let Some((_, bytes)) = got.next() else { break };
+                if bytes.len() != range.len() * size_of::<MotionRecord>() {
+                    return Err(CommError::Malformed {
+                        rank: r,
+                        problem: format!(
+                            "{} bytes of halo where {} particles were expected",
+                            bytes.len(),
+                            range.len()
+                        ),
+                    }
+                    .into());
+                }
+                let owned;
+                let m: &[MotionRecord] = match bytemuck::try_cast_slice(bytes) {
+                    Ok(m) => m,
+                    Err(_) => {
+                        owned = bytemuck::pod_collect_to_vec(bytes);
+                        &owned
+                    }
+                };
+                let s = &mut self.sim.state;
+                for (k, rec) in range.zip(m) {
+                    s.pos[k] = rec.pos;
+                    s.vel[k] = rec.vel;
+                    s.angvel[k] = rec.angvel;
+                }
+            }
+            Ok(())
+        });
+        self.halo_recv = recv;
+        result
     }
 
     /// A build over every rank: a new plan from the global layer counts,
@@ -478,7 +522,7 @@ impl RankedSim {
         self.stats.owned = (0..size).map(|r| plan.rank_particles(r)).collect();
         self.stats.imbalance = plan.imbalance();
         let halo = (n - own.len()) as u64;
-        self.stats.halo = gather_values(&*self.comm, halo, "the rebuild's statistics")?;
+        self.stats.halo = gather_values(&self.comm, halo, "the rebuild's statistics")?;
         self.plan = plan;
         Ok(())
     }
@@ -597,7 +641,7 @@ impl RankedSim {
     fn reduce_counters(&mut self) -> Result<(), SimError> {
         let local: [u32; NUM_COUNTERS] =
             std::array::from_fn(|k| self.sim.counters[k].load(Ordering::Relaxed));
-        let all = gather_values(&*self.comm, local, "the counters")?;
+        let all = gather_values(&self.comm, local, "the counters")?;
         let mut out = local;
         out[Counter::Contacts as usize] = all.iter().map(|c| c[Counter::Contacts as usize]).sum();
         out[Counter::WallContacts as usize] =
@@ -639,13 +683,16 @@ impl RankedSim {
             ..HostState::default()
         };
         let (ke, vmax) = crate::cpu::kinetic_energy(&mine);
-        // Byte counts travel as f64: exact below 2^53 bytes.
-        let local = [ke, vmax, self.stats.bytes_sent as f64];
-        let all = gather_values(&*self.comm, local, "the statistics")?;
+        // Byte counts travel as f64: exact below 2^53 bytes. The time in
+        // collectives is read before this gather (the same point on every
+        // rank).
+        let local = [ke, vmax, self.stats.bytes_sent as f64, self.comm.seconds()];
+        let all = gather_values(&self.comm, local, "the statistics")?;
         Ok(GlobalStats {
             kinetic_energy: all.iter().map(|v| v[0]).sum(),
             max_speed: all.iter().map(|v| v[1]).fold(0.0, f64::max),
             bytes_sent: all.iter().map(|v| v[2] as u64).sum(),
+            comm_seconds: all.iter().map(|v| v[3]).collect(),
         })
     }
 

@@ -210,4 +210,42 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn neighbours_exchange_their_halos_and_the_time_is_counted() {
+        use crate::ranks::comm::TimedComm;
+        let comms = ThreadComm::group(3);
+        std::thread::scope(|s| {
+            for c in comms {
+                s.spawn(move || {
+                    let c = TimedComm::new(Box::new(c));
+                    let r = c.rank();
+                    // A chain: each rank sends its neighbours r + 10 * to
+                    // bytes, so a message shows who sent it to whom.
+                    let to: Vec<usize> = [r.checked_sub(1), (r + 1 < 3).then_some(r + 1)]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                    let bytes: Vec<Vec<u8>> = to
+                        .iter()
+                        .map(|&t| vec![(r + 10 * t) as u8; t + 1])
+                        .collect();
+                    let send: Vec<(usize, &[u8])> =
+                        to.iter().zip(&bytes).map(|(&t, b)| (t, &b[..])).collect();
+                    let mut recv: Vec<(usize, Vec<u8>)> =
+                        to.iter().map(|&t| (t, vec![9; 7])).collect();
+                    c.neighbour_exchange(&send, &mut recv, "a test")
+                        .expect("exchange");
+                    for (from, got) in &recv {
+                        assert_eq!(
+                            got,
+                            &vec![(from + 10 * r) as u8; r + 1],
+                            "rank {r} from {from}"
+                        );
+                    }
+                    assert!(c.seconds() > 0.0);
+                });
+            }
+        });
+    }
 }

@@ -279,9 +279,14 @@ impl PairListSim {
                     let (first, end) = (cell_start[c] as usize, cell_start[c + 1] as usize);
                     for i in first..end {
                         let (pi, vi, mi) = (pos[i], vel[i], meta[i]);
-                        let own = std::iter::once((i + 1, end, false));
-                        for (j0, j1, across) in own.chain(spans.iter().copied()) {
-                            for j in j0..j1 {
+                        // A row of the previous rank's last layer keeps only
+                        // its partners this rank owns: the pairs among that
+                        // rank's particles move none of this rank's, and
+                        // that rank evaluates them itself.
+                        let from = if i < own.start { own.start } else { 0 };
+                        let cell = std::iter::once((i + 1, end, false));
+                        for (j0, j1, across) in cell.chain(spans.iter().copied()) {
+                            for j in j0.max(from)..j1 {
                                 let (pj, vj, mj) = (pos[j], vel[j], meta[j]);
                                 let reach = pi[3] + pj[3] + skin;
                                 let pj = if periodic { list.image_of(&pi, pj) } else { pj };
