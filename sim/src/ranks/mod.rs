@@ -252,21 +252,16 @@ impl RankedSim {
         let send: Vec<(usize, &[u8])> = neighbours
             .iter()
             .zip(&self.halo_send)
-            .filter_map(|((to, _), out)| Some((((*to)?), bytemuck::cast_slice(out))))
+            .filter_map(|((to, _), out)| Some(((*to)?, bytemuck::cast_slice(out))))
             .collect();
         let own = self.own();
         let n = self.sim.state.len();
         let halos = [(self.previous, 0..own.start), (self.next, own.end..n)];
+        // One buffer per halo's owner, kept (with its capacity) across steps.
+        let from: Vec<usize> = halos.iter().filter_map(|(r, _)| *r).collect();
         let mut recv = std::mem::take(&mut self.halo_recv);
-        recv.resize_with(
-            halos.iter().filter(|(r, _)| r.is_some()).count(),
-            Default::default,
-        );
-        for ((r, _), slot) in halos
-            .iter()
-            .filter_map(|(r, x)| Some(((*r)?, x)))
-            .zip(&mut recv)
-        {
+        recv.resize_with(from.len(), Default::default);
+        for (slot, r) in recv.iter_mut().zip(from) {
             slot.0 = r;
         }
         let me = self.comm.rank();
