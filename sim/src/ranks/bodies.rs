@@ -52,7 +52,7 @@ impl RankedSim {
             })
             .collect();
         for (r, bytes) in got.iter().enumerate() {
-            for sh in comm::records::<BodyShare>(r, bytes, "body shares")? {
+            for &sh in comm::records::<BodyShare>(r, bytes, "body shares")?.iter() {
                 let body = bodies.get(sh.body as usize);
                 let slot = body.and_then(|b| {
                     let k = sh.id.checked_sub(b.range[0])? as usize;
@@ -103,7 +103,7 @@ impl RankedSim {
             .comm
             .all_gather(bytemuck::cast_slice(&sums).to_vec(), "the body sums")?;
         for (r, bytes) in all.iter().enumerate() {
-            for sum in comm::records::<BodySum>(r, bytes, "body sums")? {
+            for &sum in comm::records::<BodySum>(r, bytes, "body sums")?.iter() {
                 let b = sum.body as usize;
                 if b >= self.sim.bodies.len() || b % size != r {
                     return Err(CommError::Malformed {

@@ -1,6 +1,8 @@
 //! [`Comm`]: what the ranks of one run say to each other (MPI in the player,
 //! in-process threads in tests), and the typed framing of their messages.
 
+use std::borrow::Cow;
+
 use bytemuck::Pod;
 use thiserror::Error;
 
@@ -99,15 +101,24 @@ pub fn gather_values<T: Pod>(
         .collect()
 }
 
-/// `bytes` from `rank` as records of `T` (`what` names them in the error).
-pub fn records<T: Pod>(rank: usize, bytes: &[u8], what: &str) -> Result<Vec<T>, CommError> {
+/// `bytes` from `rank` as records of `T` (`what` names them in the error):
+/// borrowed without a copy when the buffer is aligned for `T`, copied once
+/// when it is not.
+pub fn records<'a, T: Pod>(
+    rank: usize,
+    bytes: &'a [u8],
+    what: &str,
+) -> Result<Cow<'a, [T]>, CommError> {
     if !bytes.len().is_multiple_of(size_of::<T>()) {
         return Err(CommError::Malformed {
             rank,
             problem: format!("{what} of {} bytes", bytes.len()),
         });
     }
-    Ok(bytemuck::pod_collect_to_vec(bytes))
+    Ok(match bytemuck::try_cast_slice(bytes) {
+        Ok(borrowed) => Cow::Borrowed(borrowed),
+        Err(_) => Cow::Owned(bytemuck::pod_collect_to_vec(bytes)),
+    })
 }
 
 /// A message of typed sections, each a length and its records.

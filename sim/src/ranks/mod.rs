@@ -282,27 +282,20 @@ impl RankedSim {
             for (from, range) in halos {
                 let Some(r) = from else { continue };
                 let Some((_, bytes)) = got.next() else { break };
-                if bytes.len() != range.len() * size_of::<MotionRecord>() {
+                let m = comm::records::<MotionRecord>(r, bytes, "a halo")?;
+                if m.len() != range.len() {
                     return Err(CommError::Malformed {
                         rank: r,
                         problem: format!(
-                            "{} bytes of halo where {} particles were expected",
-                            bytes.len(),
+                            "a halo of {} particles where {} were expected",
+                            m.len(),
                             range.len()
                         ),
                     }
                     .into());
                 }
-                let owned;
-                let m: &[MotionRecord] = match bytemuck::try_cast_slice(bytes) {
-                    Ok(m) => m,
-                    Err(_) => {
-                        owned = bytemuck::pod_collect_to_vec(bytes);
-                        &owned
-                    }
-                };
                 let s = &mut self.sim.state;
-                for (k, rec) in range.zip(m) {
+                for (k, rec) in range.zip(m.iter()) {
                     s.pos[k] = rec.pos;
                     s.vel[k] = rec.vel;
                     s.angvel[k] = rec.angvel;
@@ -385,7 +378,7 @@ impl RankedSim {
             .all_gather(bytemuck::cast_slice(&mine).to_vec(), "the state gather")?;
         let mut records = Vec::new();
         for (r, bytes) in all.iter().enumerate() {
-            records.extend(comm::records::<ParticleRecord>(r, bytes, "a state")?);
+            records.extend_from_slice(&comm::records::<ParticleRecord>(r, bytes, "a state")?);
         }
         Ok(state_of(&records))
     }

@@ -46,8 +46,8 @@ impl RankedSim {
             .all_gather(bytemuck::cast_slice(&flat).to_vec(), "the layer count")?;
         let mut merged: Vec<(u64, u64)> = Vec::new();
         for (r, bytes) in all.iter().enumerate() {
-            let v: Vec<[u64; 2]> = comm::records(r, bytes, "a layer count")?;
-            merged.extend(v.into_iter().map(|[l, c]| (l, c)));
+            let v = comm::records::<[u64; 2]>(r, bytes, "a layer count")?;
+            merged.extend(v.iter().map(|&[l, c]| (l, c)));
         }
         let plan = Plan::new(merged, size);
 
