@@ -231,9 +231,8 @@ pub fn initial_overlaps(particles: &ParticleArrays) -> Option<InitialOverlaps> {
 mod tests {
     use super::*;
 
-    /// Every pair tested directly, in the grid's visiting order's terms:
-    /// the same count, and the deepest pair (first of equals by `i`, then
-    /// `j`, as the grid meets them within one particle's neighbourhood).
+    /// Every pair tested directly: the count of pairs over the threshold
+    /// and the deepest overlap, or `None`.
     fn brute_force(p: &ParticleArrays) -> Option<(u64, f32)> {
         let mut found: Option<(u64, f32)> = None;
         for i in 0..p.len() {
