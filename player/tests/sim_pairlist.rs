@@ -178,7 +178,8 @@ fn contact_history_is_carried_across_a_rebuild() {
 fn runs_are_bit_identical_on_one_two_and_three_threads() {
     let dir = tempfile::tempdir().unwrap();
     // Enough particles that every pass runs in parallel, falling into a
-    // pile (rebuilds, walls, contacts).
+    // pile (rebuilds, walls, contacts). One thread takes the slabs in one
+    // sweep, more in an even and an odd phase: the same sums either way.
     let s = setup(
         dir.path(),
         &box_scene(0.0, 0.4, -9.81, "friction = 0.5", "", true),

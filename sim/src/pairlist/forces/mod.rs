@@ -176,11 +176,75 @@ impl PairListSim {
         // particle's sum runs in the same order on any number of ranks.
         let first_slab = self.span.as_ref().map_or(0, |s| s.first_slab);
         let own = self.span.as_ref().map_or(0..n, |s| s.own.clone());
-        for parity in 0..2 {
-            // Even phase: chunks (s, s + 1) for even s, started, then the
-            // rows of s. Odd phase: chunks (s, s + 1) for odd s, the rows of
-            // s, then the update of both; a first slab of even parity is
-            // final after the even phase and is updated alone.
+        // The particle, pair and wall ranges of one phase's chunk `(k, e)`:
+        // slabs `k..e` (`e == 0`: slab 0 alone, updated only), the springs
+        // of slab `k`'s rows, and in the even phase the chunk's wall springs.
+        let op_ranges = |parity: usize, (k, e): (usize, usize)| {
+            let range = if e == 0 {
+                (starts[0] as usize, starts[1] as usize)
+            } else {
+                (starts[k] as usize, starts[e] as usize)
+            };
+            let pairs = if e == 0 {
+                (0, 0)
+            } else {
+                let (a, b) = (starts[k] as usize, starts[k + 1] as usize);
+                (inputs.row[a] as usize, inputs.row[b] as usize)
+            };
+            let walls = if parity == 0 {
+                (
+                    start.wall_row[range.0] as usize,
+                    start.wall_row[range.1] as usize,
+                )
+            } else {
+                (0, 0)
+            };
+            (range, pairs, walls)
+        };
+        let run = |parity: usize, mut c: Chunk<'_>, (k, e): (usize, usize)| {
+            let mut walls = 0;
+            if parity == 0 {
+                walls = start.chunk(&mut c);
+            }
+            let mut pairs = 0;
+            if e != 0 {
+                let (first, end) = (starts[k] as usize, starts[k + 1] as usize);
+                pairs = inputs.slab(first, end, c.base, &mut c);
+                if !own.contains(&first) {
+                    // The previous rank's last layer: its rows give
+                    // this rank's first particles their share, and that
+                    // rank counts them.
+                    pairs = 0;
+                }
+            }
+            let mut f = Found::NONE;
+            if parity == 1
+                && let Some(u) = &update
+            {
+                // Only the particles this engine owns.
+                let (a, b) = (c.base.max(own.start), (c.base + c.pos.len()).min(own.end));
+                if a < b {
+                    let r = a - c.base..b - c.base;
+                    f = u.block(
+                        &mut c.pos[r.clone()],
+                        &mut c.vel[r.clone()],
+                        &mut c.angvel[r.clone()],
+                        &c.force[r.clone()],
+                        &c.torque[r],
+                        &meta[a..b],
+                        &x_ref[a..b],
+                    );
+                }
+            }
+            (pairs, walls, f)
+        };
+        let merge =
+            |x: (u32, u32, Found), y: (u32, u32, Found)| (x.0 + y.0, x.1 + y.1, x.2.merge(y.2));
+        // Even phase: chunks (s, s + 1) for even s, started, then the rows
+        // of s. Odd phase: chunks (s, s + 1) for odd s, the rows of s, then
+        // the update of both; a first slab of even parity is final after
+        // the even phase and is updated alone.
+        let phase = |parity: usize| -> Vec<(usize, usize)> {
             let first = (parity + first_slab) % 2;
             let mut chosen: Vec<(usize, usize)> = (first..slabs)
                 .step_by(2)
@@ -189,108 +253,96 @@ impl PairListSim {
             if parity == 1 && slabs > 0 && first_slab.is_multiple_of(2) {
                 chosen.insert(0, (0, 0));
             }
-            let ranges: Vec<(usize, usize)> = chosen
-                .iter()
-                .map(|&(k, e)| {
-                    if e == 0 {
-                        (starts[0] as usize, starts[1] as usize)
-                    } else {
-                        (starts[k] as usize, starts[e] as usize)
+            chosen
+        };
+        let (p, w, f) = if serial || rayon::current_num_threads() == 1 {
+            // One thread: the same chunks, each doing the same work in the
+            // same order per particle, in one sweep along the slabs: each
+            // even chunk, then the odd chunk before it (its rows and the
+            // update of both slabs, now final). The slabs are read from
+            // memory once per step instead of once per phase.
+            let (even, odd) = (phase(0), phase(1));
+            let mut order = Vec::with_capacity(even.len() + odd.len());
+            let mut next_odd = odd.iter().peekable();
+            for &(k, e) in &even {
+                order.push((0, (k, e)));
+                // The odd chunk that ends at this even slab: (k - 1, k + 1),
+                // or slab 0 alone when it is even.
+                while let Some(&&(ko, eo)) = next_odd.peek() {
+                    let before = if eo == 0 { k == 0 } else { ko < k };
+                    if !before {
+                        break;
                     }
+                    order.push((1, (ko, eo)));
+                    next_odd.next();
+                }
+            }
+            order.extend(next_odd.map(|&c| (1, c)));
+            order
+                .into_iter()
+                .map(|(parity, chunk)| {
+                    let (range, pairs, walls) = op_ranges(parity, chunk);
+                    let particles = Particles {
+                        pos: &mut pos[..],
+                        vel: &mut vel[..],
+                        angvel: &mut angvel[..],
+                        force: &mut force[..],
+                        torque: &mut torque[..],
+                    };
+                    let history = History {
+                        spring: &mut list.spring,
+                        roll: &mut list.roll,
+                        wall_spring: &mut wl.spring,
+                        wall_roll: &mut wl.roll,
+                    };
+                    let c = chunks(particles, history, &[range], &[pairs], &[walls])
+                        .pop()
+                        .expect("one chunk for one range");
+                    run(parity, c, chunk)
                 })
-                .collect();
-            let pair_ranges: Vec<(usize, usize)> = chosen
-                .iter()
-                .map(|&(k, e)| {
-                    if e == 0 {
-                        (0, 0)
-                    } else {
-                        let (a, b) = (starts[k] as usize, starts[k + 1] as usize);
-                        (inputs.row[a] as usize, inputs.row[b] as usize)
-                    }
-                })
-                .collect();
-            let wall_ranges: Vec<(usize, usize)> = if parity == 0 {
-                ranges
+                .fold((0, 0, Found::NONE), merge)
+        } else {
+            let mut total = (0, 0, Found::NONE);
+            for parity in 0..2 {
+                let chosen = phase(parity);
+                let (ranges, (pair_ranges, wall_ranges)): (Vec<_>, (Vec<_>, Vec<_>)) = chosen
                     .iter()
-                    .map(|&(a, b)| (start.wall_row[a] as usize, start.wall_row[b] as usize))
-                    .collect()
-            } else {
-                vec![(0, 0); ranges.len()]
-            };
-            let particles = Particles {
-                pos: &mut pos[..],
-                vel: &mut vel[..],
-                angvel: &mut angvel[..],
-                force: &mut force[..],
-                torque: &mut torque[..],
-            };
-            let work = chunks(
-                particles,
-                History {
-                    spring: &mut list.spring,
-                    roll: &mut list.roll,
-                    wall_spring: &mut wl.spring,
-                    wall_roll: &mut wl.roll,
-                },
-                &ranges,
-                &pair_ranges,
-                &wall_ranges,
-            );
-            let run = |(mut c, &(k, e)): (Chunk<'_>, &(usize, usize))| {
-                let mut walls = 0;
-                if parity == 0 {
-                    walls = start.chunk(&mut c);
-                }
-                let mut pairs = 0;
-                if e != 0 {
-                    let (first, end) = (starts[k] as usize, starts[k + 1] as usize);
-                    pairs = inputs.slab(first, end, c.base, &mut c);
-                    if !own.contains(&first) {
-                        // The previous rank's last layer: its rows give
-                        // this rank's first particles their share, and that
-                        // rank counts them.
-                        pairs = 0;
-                    }
-                }
-                let mut f = Found::NONE;
-                if parity == 1
-                    && let Some(u) = &update
-                {
-                    // Only the particles this engine owns.
-                    let (a, b) = (c.base.max(own.start), (c.base + c.pos.len()).min(own.end));
-                    if a < b {
-                        let r = a - c.base..b - c.base;
-                        f = u.block(
-                            &mut c.pos[r.clone()],
-                            &mut c.vel[r.clone()],
-                            &mut c.angvel[r.clone()],
-                            &c.force[r.clone()],
-                            &c.torque[r],
-                            &meta[a..b],
-                            &x_ref[a..b],
-                        );
-                    }
-                }
-                (pairs, walls, f)
-            };
-            let merge =
-                |x: (u32, u32, Found), y: (u32, u32, Found)| (x.0 + y.0, x.1 + y.1, x.2.merge(y.2));
-            let (p, w, f) = if serial {
-                work.into_iter()
-                    .zip(&chosen)
-                    .map(run)
-                    .fold((0, 0, Found::NONE), merge)
-            } else {
-                work.into_par_iter()
+                    .map(|&chunk| {
+                        let (r, p, w) = op_ranges(parity, chunk);
+                        (r, (p, w))
+                    })
+                    .unzip();
+                let particles = Particles {
+                    pos: &mut pos[..],
+                    vel: &mut vel[..],
+                    angvel: &mut angvel[..],
+                    force: &mut force[..],
+                    torque: &mut torque[..],
+                };
+                let work = chunks(
+                    particles,
+                    History {
+                        spring: &mut list.spring,
+                        roll: &mut list.roll,
+                        wall_spring: &mut wl.spring,
+                        wall_roll: &mut wl.roll,
+                    },
+                    &ranges,
+                    &pair_ranges,
+                    &wall_ranges,
+                );
+                let part = work
+                    .into_par_iter()
                     .zip(chosen.par_iter())
-                    .map(run)
-                    .reduce(|| (0, 0, Found::NONE), merge)
-            };
-            pair_touching += p;
-            wall_touching += w;
-            found = found.merge(f);
-        }
+                    .map(|(c, &chunk)| run(parity, c, chunk))
+                    .reduce(|| (0, 0, Found::NONE), merge);
+                total = merge(total, part);
+            }
+            total
+        };
+        pair_touching += p;
+        wall_touching += w;
+        found = found.merge(f);
         pair_touching += self.wrap_pair_forces(kind);
         self.counters[Counter::Contacts as usize].fetch_add(2 * pair_touching, Ordering::Relaxed);
         self.counters[Counter::WallContacts as usize].fetch_add(wall_touching, Ordering::Relaxed);
