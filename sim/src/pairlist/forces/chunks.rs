@@ -40,6 +40,43 @@ pub(super) struct Chunk<'a> {
     pub(super) wall_roll: &'a mut [[f32; 3]],
 }
 
+impl Chunk<'_> {
+    /// The part of this chunk for the particles `range`, the springs
+    /// `pairs` and the wall springs `walls` (global indices, inside the
+    /// chunk; the chunk's own springs start at pair `pair0`, its wall
+    /// springs at `wall0`). An empty range gives empty slices.
+    pub(super) fn part(
+        &mut self,
+        (pair0, wall0): (usize, usize),
+        range: (usize, usize),
+        pairs: (usize, usize),
+        walls: (usize, usize),
+    ) -> Chunk<'_> {
+        let cut = |(a, b): (usize, usize), origin: usize| {
+            if b > a { a - origin..b - origin } else { 0..0 }
+        };
+        let (r, p, w) = (cut(range, self.base), cut(pairs, pair0), cut(walls, wall0));
+        // History that is not kept stays empty.
+        fn kept<T>(v: &mut [T], r: std::ops::Range<usize>) -> &mut [T] {
+            if v.is_empty() { v } else { &mut v[r] }
+        }
+        let [sx, sy, sz] = &mut self.spring;
+        let [rx, ry, rz] = &mut self.roll;
+        Chunk {
+            base: range.0,
+            pos: &mut self.pos[r.clone()],
+            vel: &mut self.vel[r.clone()],
+            angvel: &mut self.angvel[r.clone()],
+            force: &mut self.force[r.clone()],
+            torque: &mut self.torque[r],
+            spring: [&mut sx[p.clone()], &mut sy[p.clone()], &mut sz[p.clone()]],
+            roll: [kept(rx, p.clone()), kept(ry, p.clone()), kept(rz, p)],
+            wall_spring: &mut self.wall_spring[w.clone()],
+            wall_roll: kept(&mut self.wall_roll[..], w),
+        }
+    }
+}
+
 /// The particle arrays a phase splits into chunks.
 pub(super) struct Particles<'a> {
     pub(super) pos: &'a mut [[f32; 4]],
@@ -51,8 +88,8 @@ pub(super) struct Particles<'a> {
 
 /// Per-pair and per-wall-contact history a phase splits with the chunks.
 pub(super) struct History<'a> {
-    pub(super) spring: &'a mut [Vec<f32>; 3],
-    pub(super) roll: &'a mut [Vec<f32>; 3],
+    pub(super) spring: [&'a mut [f32]; 3],
+    pub(super) roll: [&'a mut [f32]; 3],
     pub(super) wall_spring: &'a mut [[f32; 3]],
     pub(super) wall_roll: &'a mut [[f32; 3]],
 }

@@ -5,6 +5,7 @@
 mod chunks;
 mod pairs;
 mod start;
+mod sweep;
 
 use std::sync::atomic::Ordering;
 
@@ -135,7 +136,6 @@ impl PairListSim {
         let list = &mut self.list;
         let wl = &mut self.wall_list;
         let starts = list.slab_start.clone();
-        let slabs = starts.len().saturating_sub(1);
         let start = ParticleStart {
             wall_row: &wl.row,
             wall_of: &wl.wall,
@@ -240,106 +240,94 @@ impl PairListSim {
         };
         let merge =
             |x: (u32, u32, Found), y: (u32, u32, Found)| (x.0 + y.0, x.1 + y.1, x.2.merge(y.2));
-        // Even phase: chunks (s, s + 1) for even s, started, then the rows
-        // of s. Odd phase: chunks (s, s + 1) for odd s, the rows of s, then
-        // the update of both; a first slab of even parity is final after
-        // the even phase and is updated alone.
-        let phase = |parity: usize| -> Vec<(usize, usize)> {
-            let first = (parity + first_slab) % 2;
-            let mut chosen: Vec<(usize, usize)> = (first..slabs)
-                .step_by(2)
-                .map(|k| (k, (k + 2).min(slabs)))
-                .collect();
-            if parity == 1 && slabs > 0 && first_slab.is_multiple_of(2) {
-                chosen.insert(0, (0, 0));
-            }
-            chosen
+        // One sweep along the slabs per thread, each over a strip of whole
+        // slabs, then the odd chunks across the strips' cuts
+        // ([`sweep`](sweep) shows the order is the phases' one).
+        let threads = if serial {
+            1
+        } else {
+            rayon::current_num_threads()
         };
-        let (p, w, f) = if serial || rayon::current_num_threads() == 1 {
-            // One thread: the same chunks, each doing the same work in the
-            // same order per particle, in one sweep along the slabs: each
-            // even chunk, then the odd chunk before it (its rows and the
-            // update of both slabs, now final). The slabs are read from
-            // memory once per step instead of once per phase.
-            let (even, odd) = (phase(0), phase(1));
-            let mut order = Vec::with_capacity(even.len() + odd.len());
-            let mut next_odd = odd.iter().peekable();
-            for &(k, e) in &even {
-                order.push((0, (k, e)));
-                // The odd chunk that ends at this even slab: (k - 1, k + 1),
-                // or slab 0 alone when it is even.
-                while let Some(&&(ko, eo)) = next_odd.peek() {
-                    let before = if eo == 0 { k == 0 } else { ko < k };
-                    if !before {
-                        break;
-                    }
-                    order.push((1, (ko, eo)));
-                    next_odd.next();
-                }
-            }
-            order.extend(next_odd.map(|&c| (1, c)));
-            order
-                .into_iter()
-                .map(|(parity, chunk)| {
+        let (strips, deferred) = sweep::strips(&starts, first_slab, threads);
+        let span = |(a, b): (usize, usize)| {
+            let (p, q) = (starts[a] as usize, starts[b] as usize);
+            (
+                (p, q),
+                (inputs.row[p] as usize, inputs.row[q] as usize),
+                (start.wall_row[p] as usize, start.wall_row[q] as usize),
+            )
+        };
+        let strip_spans: Vec<_> = strips.iter().map(|s| span(s.slabs)).collect();
+        let sweep_strip = |(mut whole, strip): (Chunk<'_>, &sweep::Strip)| {
+            let (_, (pair0, _), (wall0, _)) = span(strip.slabs);
+            strip
+                .ops
+                .iter()
+                .map(|&(parity, chunk)| {
                     let (range, pairs, walls) = op_ranges(parity, chunk);
-                    let particles = Particles {
-                        pos: &mut pos[..],
-                        vel: &mut vel[..],
-                        angvel: &mut angvel[..],
-                        force: &mut force[..],
-                        torque: &mut torque[..],
-                    };
-                    let history = History {
-                        spring: &mut list.spring,
-                        roll: &mut list.roll,
-                        wall_spring: &mut wl.spring,
-                        wall_roll: &mut wl.roll,
-                    };
-                    let c = chunks(particles, history, &[range], &[pairs], &[walls])
-                        .pop()
-                        .expect("one chunk for one range");
+                    let c = whole.part((pair0, wall0), range, pairs, walls);
                     run(parity, c, chunk)
                 })
                 .fold((0, 0, Found::NONE), merge)
-        } else {
-            let mut total = (0, 0, Found::NONE);
-            for parity in 0..2 {
-                let chosen = phase(parity);
-                let (ranges, (pair_ranges, wall_ranges)): (Vec<_>, (Vec<_>, Vec<_>)) = chosen
-                    .iter()
-                    .map(|&chunk| {
-                        let (r, p, w) = op_ranges(parity, chunk);
-                        (r, (p, w))
-                    })
-                    .unzip();
-                let particles = Particles {
-                    pos: &mut pos[..],
-                    vel: &mut vel[..],
-                    angvel: &mut angvel[..],
-                    force: &mut force[..],
-                    torque: &mut torque[..],
-                };
-                let work = chunks(
-                    particles,
-                    History {
-                        spring: &mut list.spring,
-                        roll: &mut list.roll,
-                        wall_spring: &mut wl.spring,
-                        wall_roll: &mut wl.roll,
-                    },
-                    &ranges,
-                    &pair_ranges,
-                    &wall_ranges,
-                );
-                let part = work
-                    .into_par_iter()
-                    .zip(chosen.par_iter())
-                    .map(|(c, &chunk)| run(parity, c, chunk))
-                    .reduce(|| (0, 0, Found::NONE), merge);
-                total = merge(total, part);
-            }
-            total
         };
+        let [sx, sy, sz] = &mut list.spring;
+        let [rx, ry, rz] = &mut list.roll;
+        let work = chunks(
+            Particles {
+                pos: &mut pos[..],
+                vel: &mut vel[..],
+                angvel: &mut angvel[..],
+                force: &mut force[..],
+                torque: &mut torque[..],
+            },
+            History {
+                spring: [&mut sx[..], &mut sy[..], &mut sz[..]],
+                roll: [&mut rx[..], &mut ry[..], &mut rz[..]],
+                wall_spring: &mut wl.spring,
+                wall_roll: &mut wl.roll,
+            },
+            &strip_spans.iter().map(|s| s.0).collect::<Vec<_>>(),
+            &strip_spans.iter().map(|s| s.1).collect::<Vec<_>>(),
+            &strip_spans.iter().map(|s| s.2).collect::<Vec<_>>(),
+        );
+        let first_phase = if work.len() == 1 {
+            work.into_iter()
+                .zip(&strips)
+                .map(sweep_strip)
+                .fold((0, 0, Found::NONE), merge)
+        } else {
+            work.into_par_iter()
+                .zip(strips.par_iter())
+                .map(sweep_strip)
+                .reduce(|| (0, 0, Found::NONE), merge)
+        };
+        let across = deferred.iter().map(|&chunk| op_ranges(1, chunk));
+        let (ranges, (pair_ranges, wall_ranges)): (Vec<_>, (Vec<_>, Vec<_>)) =
+            across.map(|(r, p, w)| (r, (p, w))).unzip();
+        let work = chunks(
+            Particles {
+                pos: &mut pos[..],
+                vel: &mut vel[..],
+                angvel: &mut angvel[..],
+                force: &mut force[..],
+                torque: &mut torque[..],
+            },
+            History {
+                spring: [&mut sx[..], &mut sy[..], &mut sz[..]],
+                roll: [&mut rx[..], &mut ry[..], &mut rz[..]],
+                wall_spring: &mut wl.spring,
+                wall_roll: &mut wl.roll,
+            },
+            &ranges,
+            &pair_ranges,
+            &wall_ranges,
+        );
+        let second_phase = work
+            .into_par_iter()
+            .zip(deferred.par_iter())
+            .map(|(c, &chunk)| run(1, c, chunk))
+            .reduce(|| (0, 0, Found::NONE), merge);
+        let (p, w, f) = merge(first_phase, second_phase);
         pair_touching += p;
         wall_touching += w;
         found = found.merge(f);
