@@ -97,6 +97,7 @@ pub fn prefilter_block(
 /// The hardware prefetchers did not keep five streams ahead: the first
 /// load of each block stalled on memory (a third of the step on Zen 4 at
 /// 1 M particles; 36 -> 28 ms per step with the hints).
+#[cfg(target_arch = "x86_64")]
 const LIST_AHEAD: usize = 512;
 
 /// Prefetch hints for the list's streams [`LIST_AHEAD`] pairs past `k`
