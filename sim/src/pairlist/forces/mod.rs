@@ -248,7 +248,7 @@ impl PairListSim {
         } else {
             rayon::current_num_threads()
         };
-        let (strips, deferred) = sweep::strips(&starts, first_slab, threads);
+        let (strips, across) = sweep::strips(&starts, first_slab, threads);
         let span = |(a, b): (usize, usize)| {
             let (p, q) = (starts[a] as usize, starts[b] as usize);
             (
@@ -257,7 +257,6 @@ impl PairListSim {
                 (start.wall_row[p] as usize, start.wall_row[q] as usize),
             )
         };
-        let strip_spans: Vec<_> = strips.iter().map(|s| span(s.slabs)).collect();
         let sweep_strip = |(mut whole, strip): (Chunk<'_>, &sweep::Strip)| {
             let (_, (pair0, _), (wall0, _)) = span(strip.slabs);
             strip
@@ -272,62 +271,41 @@ impl PairListSim {
         };
         let [sx, sy, sz] = &mut list.spring;
         let [rx, ry, rz] = &mut list.roll;
-        let work = chunks(
-            Particles {
-                pos: &mut pos[..],
-                vel: &mut vel[..],
-                angvel: &mut angvel[..],
-                force: &mut force[..],
-                torque: &mut torque[..],
-            },
-            History {
-                spring: [&mut sx[..], &mut sy[..], &mut sz[..]],
-                roll: [&mut rx[..], &mut ry[..], &mut rz[..]],
-                wall_spring: &mut wl.spring,
-                wall_roll: &mut wl.roll,
-            },
-            &strip_spans.iter().map(|s| s.0).collect::<Vec<_>>(),
-            &strip_spans.iter().map(|s| s.1).collect::<Vec<_>>(),
-            &strip_spans.iter().map(|s| s.2).collect::<Vec<_>>(),
-        );
-        let first_phase = if work.len() == 1 {
-            work.into_iter()
-                .zip(&strips)
-                .map(sweep_strip)
-                .fold((0, 0, Found::NONE), merge)
-        } else {
-            work.into_par_iter()
-                .zip(strips.par_iter())
-                .map(sweep_strip)
-                .reduce(|| (0, 0, Found::NONE), merge)
-        };
-        let across = deferred.iter().map(|&chunk| op_ranges(1, chunk));
-        let (ranges, (pair_ranges, wall_ranges)): (Vec<_>, (Vec<_>, Vec<_>)) =
-            across.map(|(r, p, w)| (r, (p, w))).unzip();
-        let work = chunks(
-            Particles {
-                pos: &mut pos[..],
-                vel: &mut vel[..],
-                angvel: &mut angvel[..],
-                force: &mut force[..],
-                torque: &mut torque[..],
-            },
-            History {
-                spring: [&mut sx[..], &mut sy[..], &mut sz[..]],
-                roll: [&mut rx[..], &mut ry[..], &mut rz[..]],
-                wall_spring: &mut wl.spring,
-                wall_roll: &mut wl.roll,
-            },
-            &ranges,
-            &pair_ranges,
-            &wall_ranges,
-        );
-        let second_phase = work
-            .into_par_iter()
-            .zip(deferred.par_iter())
-            .map(|(c, &chunk)| run(1, c, chunk))
-            .reduce(|| (0, 0, Found::NONE), merge);
-        let (p, w, f) = merge(first_phase, second_phase);
+        let mut total = (0, 0, Found::NONE);
+        for phase in [&strips, &across] {
+            let spans: Vec<_> = phase.iter().map(|s| span(s.slabs)).collect();
+            let work = chunks(
+                Particles {
+                    pos: &mut pos[..],
+                    vel: &mut vel[..],
+                    angvel: &mut angvel[..],
+                    force: &mut force[..],
+                    torque: &mut torque[..],
+                },
+                History {
+                    spring: [&mut sx[..], &mut sy[..], &mut sz[..]],
+                    roll: [&mut rx[..], &mut ry[..], &mut rz[..]],
+                    wall_spring: &mut wl.spring,
+                    wall_roll: &mut wl.roll,
+                },
+                &spans.iter().map(|s| s.0).collect::<Vec<_>>(),
+                &spans.iter().map(|s| s.1).collect::<Vec<_>>(),
+                &spans.iter().map(|s| s.2).collect::<Vec<_>>(),
+            );
+            let part = if work.len() == 1 {
+                work.into_iter()
+                    .zip(phase.iter())
+                    .map(sweep_strip)
+                    .fold((0, 0, Found::NONE), merge)
+            } else {
+                work.into_par_iter()
+                    .zip(phase.par_iter())
+                    .map(sweep_strip)
+                    .reduce(|| (0, 0, Found::NONE), merge)
+            };
+            total = merge(total, part);
+        }
+        let (p, w, f) = total;
         pair_touching += p;
         wall_touching += w;
         found = found.merge(f);

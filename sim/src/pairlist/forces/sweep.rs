@@ -65,14 +65,15 @@ pub(super) fn sweep(slabs: usize, first_slab: usize) -> Vec<Op> {
 
 /// The sweep cut into at most `threads` strips of about equal particle
 /// counts (`starts`: each slab's first particle, `slabs + 1` entries;
-/// no strips without slabs), and the odd chunks across the cuts, for the second phase. A cut falls
-/// before an even chunk `(k, ..)` with `k >= 2`, two slabs past the last:
-/// the chunks across cuts touch disjoint slabs.
+/// no strips without slabs), and the odd chunks across the cuts, each a
+/// strip of its own two slabs for the second phase. A cut falls before an
+/// even chunk `(k, ..)` with `k >= 2`, two slabs past the last: the chunks
+/// across cuts touch disjoint slabs.
 pub(super) fn strips(
     starts: &[u32],
     first_slab: usize,
     threads: usize,
-) -> (Vec<Strip>, Vec<(usize, usize)>) {
+) -> (Vec<Strip>, Vec<Strip>) {
     let slabs = starts.len().saturating_sub(1);
     if slabs == 0 {
         return (Vec::new(), Vec::new());
@@ -106,7 +107,11 @@ pub(super) fn strips(
         let mut ops = Vec::with_capacity(end - from);
         for (i, &op) in order.iter().enumerate().take(end).skip(from) {
             if c > 0 && i == from + 1 {
-                deferred.push(op.1);
+                let (_, (k, e)) = op;
+                deferred.push(Strip {
+                    slabs: (k, e),
+                    ops: vec![op],
+                });
             } else {
                 ops.push(op);
             }
@@ -182,14 +187,17 @@ mod tests {
                     }
                     // Phase one's strips in any interleaving, then phase two.
                     let mut all: Vec<Op> = strips.iter().flat_map(|s| s.ops.clone()).collect();
-                    all.extend(deferred.iter().map(|&c| (1, c)));
+                    all.extend(deferred.iter().flat_map(|s| s.ops.clone()));
                     assert_eq!(
                         per_slab(slabs, &all),
                         want,
                         "{slabs} {first_slab} {threads}"
                     );
                     for w in deferred.windows(2) {
-                        assert!(w[0].1 <= w[1].0, "deferred chunks overlap: {deferred:?}");
+                        assert!(
+                            w[0].slabs.1 <= w[1].slabs.0,
+                            "deferred chunks overlap: {deferred:?}"
+                        );
                     }
                 }
             }
@@ -201,7 +209,13 @@ mod tests {
         let starts: Vec<u32> = (0..=80).map(|s| 1000 * s).collect();
         let (strips, deferred) = strips(&starts, 0, 2);
         assert_eq!(strips.len(), 2);
-        assert_eq!(deferred, vec![(39, 41)]);
+        assert_eq!(
+            deferred,
+            vec![Strip {
+                slabs: (39, 41),
+                ops: vec![(1, (39, 41))]
+            }]
+        );
         assert_eq!(strips[0].slabs, (0, 40));
     }
 }
