@@ -393,6 +393,13 @@ impl WindowState {
         );
         let egui_renderer =
             egui_wgpu::Renderer::new(&gpu.device, config.format, Default::default());
+        // Watching before "viewer ready": an edit made as soon as the line
+        // is out is seen (the window tests edit the scene right after it).
+        let watcher = if remote.is_some() {
+            None // the cache folder changes only through the remote watcher
+        } else {
+            pellet_formats::watch::FileWatcher::new(&scene_files(&scene)).ok()
+        };
         tracing::info!(adapter = %gpu.report.one_line(), "viewer ready");
         Ok(Self {
             siblings: scenes_beside(&options.scene),
@@ -417,11 +424,7 @@ impl WindowState {
             frames: 0,
             rates: RateMeter::default(),
             message: None,
-            watcher: if remote.is_some() {
-                None // the cache folder changes only through the remote watcher
-            } else {
-                pellet_formats::watch::FileWatcher::new(&scene_files(&scene)).ok()
-            },
+            watcher,
             remote,
             shaders,
         })
